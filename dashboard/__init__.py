@@ -1,0 +1,1 @@
+"""Stage 5b: the Streamlit dashboard; reads the store only, never Spark."""

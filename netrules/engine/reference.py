@@ -1,0 +1,296 @@
+"""The from-scratch reference evaluator: the oracle every engine and strategy is tested against.
+
+Deliberately simple rather than fast: set semantics, strata in order, and inside each stratum a
+semi-naive loop in which every rule is re-run once per recursive body position with that atom
+restricted to the last round's new facts (re-deriving a known fact is harmless under sets).
+
+Aggregates group by the head's other arguments over the *distinct* satisfying bindings of the
+body's variables: ``a_COUNT<*>`` counts them, ``a_SUM<C>`` adds C once per binding,
+``a_MIN``/``a_MAX`` take the extreme. Negation reads the completed lower strata.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+
+from netrules.errors import EvalError
+from netrules.facts import Fact, Value, sort_key
+from netrules.lang import ast
+from netrules.lang.builtins import BuiltinError, compare, evaluate
+from netrules.lang.check import schedule_body
+from netrules.plan import Plan, plan_program
+
+__all__ = ["Database", "evaluate_program", "solve_body", "head_fact", "aggregate_rule"]
+
+Binding = dict[str, Value]
+
+
+class Database:
+    """Facts per relation with lazily built hash indexes on bound argument positions."""
+
+    def __init__(self, facts: Iterable[Fact] = ()) -> None:
+        self.rel: dict[str, set[tuple[Value, ...]]] = defaultdict(set)
+        self._idx: dict[tuple[str, tuple[int, ...]], dict[tuple, list[tuple]]] = {}
+        for f in facts:
+            self.add(f.relation, f.args)
+
+    def add(self, relation: str, args: tuple[Value, ...]) -> bool:
+        rows = self.rel[relation]
+        if args in rows:
+            return False
+        rows.add(args)
+        for (r, pos), index in self._idx.items():
+            if r == relation:
+                index.setdefault(tuple(args[p] for p in pos), []).append(args)
+        return True
+
+    def discard(self, relation: str, args: tuple[Value, ...]) -> bool:
+        rows = self.rel.get(relation)
+        if not rows or args not in rows:
+            return False
+        rows.discard(args)
+        for (r, pos), index in self._idx.items():
+            if r == relation:
+                bucket = index.get(tuple(args[p] for p in pos))
+                if bucket is not None:
+                    bucket.remove(args)
+        return True
+
+    def __contains__(self, item: tuple[str, tuple[Value, ...]]) -> bool:
+        return item[1] in self.rel.get(item[0], ())
+
+    def lookup(self, relation: str, bound: Mapping[int, Value]) -> Iterable[tuple]:
+        rows = self.rel.get(relation)
+        if not rows:
+            return ()
+        if not bound:
+            return rows
+        pos = tuple(sorted(bound))
+        key = (relation, pos)
+        index = self._idx.get(key)
+        if index is None:
+            index = {}
+            for row in rows:
+                index.setdefault(tuple(row[p] for p in pos), []).append(row)
+            self._idx[key] = index
+        return index.get(tuple(bound[p] for p in pos), ())
+
+    def facts(self, relation: str, locspec: int | None = 0) -> list[Fact]:
+        return sorted((Fact(relation, a, locspec) for a in self.rel.get(relation, ())),
+                      key=Fact.key)
+
+
+def _where(rule: ast.Rule) -> str:
+    return f"{rule.loc}: " if rule.loc else ""
+
+
+def _match(atom: ast.Atom, row: tuple, binding: Binding, rule: ast.Rule) -> Binding | None:
+    out = binding
+    for term, value in zip(atom.args, row, strict=True):
+        if isinstance(term, ast.Var):
+            if term.name == "_":
+                continue
+            have = out.get(term.name, _UNSET)
+            if have is _UNSET:
+                if out is binding:
+                    out = dict(binding)
+                out[term.name] = value
+            elif have != value:
+                return None
+        else:
+            try:
+                if evaluate(term, out) != value:
+                    return None
+            except BuiltinError as err:
+                raise EvalError(f"{_where(rule)}{err} in {rule}") from None
+    return out
+
+
+_UNSET = object()
+
+
+def _bound_positions(atom: ast.Atom, binding: Binding) -> dict[int, Value]:
+    out = {}
+    for i, t in enumerate(atom.args):
+        if isinstance(t, ast.Var) and t.name in binding:
+            out[i] = binding[t.name]
+        elif isinstance(t, ast.Const):
+            out[i] = t.value
+    return out
+
+
+def solve_body(rule: ast.Rule, read: Mapping[int, Database] | Database,
+               neg: Database | None = None, order: list[ast.Literal] | None = None,
+               binding: Binding | None = None) -> Iterator[Binding]:
+    """Every binding satisfying ``rule``'s body. ``read`` gives the database each positive atom
+    (by position among positive atoms) reads from, or one database for all; negations read
+    ``neg`` (default: the same database)."""
+    if order is None:
+        order, _ = schedule_body(rule.body)
+    atom_no = {id(a): i for i, a in enumerate(rule.atoms())}
+
+    def db_for(atom: ast.Atom) -> Database:
+        return read if isinstance(read, Database) else read[atom_no[id(atom)]]
+
+    neg_db = neg if neg is not None else (read if isinstance(read, Database) else None)
+
+    def go(k: int, b: Binding) -> Iterator[Binding]:
+        if k == len(order):
+            yield b
+            return
+        lit = order[k]
+        try:
+            if isinstance(lit, ast.Atom):
+                for row in db_for(lit).lookup(lit.relation, _bound_positions(lit, b)):
+                    nb = _match(lit, row, b, rule)
+                    if nb is not None:
+                        yield from go(k + 1, nb)
+            elif isinstance(lit, ast.Assignment):
+                v = evaluate(lit.expr, b)
+                nb = dict(b)
+                nb[lit.var.name] = v
+                yield from go(k + 1, nb)
+            elif isinstance(lit, ast.Comparison):
+                if compare(lit.op, evaluate(lit.left, b), evaluate(lit.right, b)):
+                    yield from go(k + 1, b)
+            elif isinstance(lit, ast.Negation):
+                assert neg_db is not None
+                a = lit.atom
+                wild = any(isinstance(t, ast.Var) and (t.name == "_" or t.name not in b)
+                           for t in a.args)
+                if wild:
+                    hit = any(_match(a, row, b, rule) is not None
+                              for row in neg_db.lookup(a.relation, _bound_positions(a, b)))
+                else:
+                    hit = (a.relation, tuple(evaluate(t, b) for t in a.args)) in neg_db
+                if not hit:
+                    yield from go(k + 1, b)
+        except BuiltinError as err:
+            raise EvalError(f"{_where(rule)}{err} (in `{lit}` of `{rule}`)") from None
+
+    yield from go(0, dict(binding or {}))
+
+
+def head_fact(rule: ast.Rule, b: Binding) -> tuple[Value, ...]:
+    """The head tuple a (non-aggregate) rule derives under binding ``b``."""
+    try:
+        return tuple(evaluate(t, b) for t in rule.head.args)
+    except BuiltinError as err:
+        raise EvalError(f"{_where(rule)}{err} (in the head of `{rule}`)") from None
+
+
+def aggregate_rule(rule: ast.Rule, bindings: Iterable[Binding]) -> set[tuple[Value, ...]]:
+    """Group distinct body bindings by the non-aggregate head arguments and aggregate."""
+    pos, agg = rule.head.aggregate()  # type: ignore[misc]
+    seen: set[tuple] = set()
+    groups: dict[tuple, list[Value]] = defaultdict(list)
+    for b in bindings:
+        key = tuple(sorted(b.items(), key=lambda kv: kv[0]))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            group = tuple(evaluate(t, b) for i, t in enumerate(rule.head.args) if i != pos)
+        except BuiltinError as err:
+            raise EvalError(f"{_where(rule)}{err} (in the head of `{rule}`)") from None
+        groups[group].append(b[agg.var.name] if agg.var else 1)
+    out: set[tuple[Value, ...]] = set()
+    for group, vals in groups.items():
+        if agg.func == "COUNT":
+            v: Value = len(vals)
+        elif agg.func == "SUM":
+            v = sum(vals)  # type: ignore[arg-type]
+        elif agg.func == "MIN":
+            v = min(vals, key=sort_key)
+        else:
+            v = max(vals, key=sort_key)
+        row = list(group)
+        row.insert(pos, v)
+        out.add(tuple(row))
+    return out
+
+
+def evaluate_program(program: ast.Program | Plan, facts: Iterable[Fact] = (),
+                     *, max_facts: int = 5_000_000) -> dict[str, list[Fact]]:
+    """The least model of the program over ``facts`` (plus its own), relation -> sorted facts.
+
+    ``max_facts`` guards against programs whose function symbols never stop (a path rule
+    without an ``f_member`` check on a cyclic graph): exceeding it raises EvalError.
+    """
+    plan = program if isinstance(program, Plan) else plan_program(program, localized=False)
+    db = Database(plan.program.facts)
+    for f in facts:
+        db.add(f.relation, f.args)
+    total = sum(len(v) for v in db.rel.values())
+    for stratum in plan.strata:
+        for rule in (r for r in stratum.rules if r.head.aggregate()):
+            for row in aggregate_rule(rule, solve_body(rule, db)):
+                db.add(rule.head.relation, row)
+        plain = [r for r in stratum.rules if not r.head.aggregate()]
+        delta = Database()
+        for rule in plain:
+            for b in solve_body(rule, db):
+                row = head_fact(rule, b)
+                if db.add(rule.head.relation, row):
+                    delta.add(rule.head.relation, row)
+        while stratum.recursive and any(delta.rel.values()):
+            total += sum(len(v) for v in delta.rel.values())
+            if total > max_facts:
+                raise EvalError(f"more than {max_facts} facts derived: does a recursive rule "
+                                "build ever longer lists without an f_member check?")
+            new = Database()
+            for rule in plain:
+                atoms = rule.atoms()
+                for i, a in enumerate(atoms):
+                    if a.relation not in stratum.relations or not delta.rel.get(a.relation):
+                        continue
+                    read = {j: (delta if j == i else db) for j in range(len(atoms))}
+                    for b in solve_body(rule, read, neg=db):
+                        row = head_fact(rule, b)
+                        if (rule.head.relation, row) not in db:
+                            new.add(rule.head.relation, row)
+            for rel, rows in new.rel.items():
+                for row in rows:
+                    db.add(rel, row)
+            delta = new
+    return {rel: db.facts(rel, plan.locspec.get(rel, 0)) for rel in sorted(db.rel) if db.rel[rel]}
+
+
+def derivation_counts(program: ast.Program, facts: Iterable[Fact] | Mapping[Fact, int] = ()
+                      ) -> dict[Fact, int]:
+    """Multiset semantics for a non-recursive positive program: every fact's multiplicity is
+    its number of derivation trees (paper 000 §2.1), base facts counting as given.
+
+    The incremental engines keep sets; this exists to check the papers' multiset examples
+    (``hop(a,c) x2``) and the delta rules' "each derivation once" property.
+    """
+    from collections import Counter
+
+    plan = plan_program(program, localized=False)
+    for s in plan.strata:
+        if s.recursive or s.aggregates or s.negation:
+            raise EvalError("derivation counts are defined here for non-recursive positive "
+                            f"programs only; stratum {s.index} ({', '.join(s.relations)}) "
+                            "is not one")
+    counts: Counter[tuple[str, tuple]] = Counter()
+    items = facts.items() if isinstance(facts, Mapping) else ((f, 1) for f in facts)
+    for f, n in items:
+        counts[(f.relation, f.args)] += n
+    for f in plan.program.facts:
+        counts[(f.relation, f.args)] += 1
+    db = Database(Fact(r, a) for (r, a), n in counts.items() if n > 0)
+    for stratum in plan.strata:
+        produced: Counter[tuple[str, tuple]] = Counter()
+        for rule in stratum.rules:
+            for b in solve_body(rule, db):
+                mult = 1
+                for atom in rule.atoms():
+                    row = tuple(evaluate(t, b) if not (isinstance(t, ast.Var) and t.name == "_")
+                                else None for t in atom.args)
+                    mult *= counts[(atom.relation, row)]
+                produced[(rule.head.relation, head_fact(rule, b))] += mult
+        for key, n in produced.items():
+            counts[key] += n
+            db.add(*key)
+    return {Fact(r, a, plan.locspec.get(r, 0)): n for (r, a), n in counts.items() if n > 0}

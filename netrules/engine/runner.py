@@ -1,0 +1,50 @@
+"""Drive an engine over an initial fact set and update batches; the CLI's ``eval`` loop.
+
+The reference engine recomputes from scratch after every batch, which is the answer every
+incremental engine must reproduce.
+"""
+
+from __future__ import annotations
+
+import random
+
+from netrules.errors import EngineError
+from netrules.facts import Fact
+from netrules.plan import Plan
+
+__all__ = ["run_batches", "apply_signed"]
+
+
+def apply_signed(base: set[Fact], batch: list[tuple[str, Fact]]) -> set[Fact]:
+    """Apply signed updates to a set of base facts, in order; duplicates are no-ops."""
+    out = set(base)
+    for sign, fact in batch:
+        if sign == "+":
+            out.add(fact)
+        else:
+            out.discard(fact)
+    return out
+
+
+def run_batches(plan: Plan, facts: list[Fact], batches: list[list[tuple[str, Fact]]] | None,
+                *, engine: str = "reference", strategy: str | None = None,
+                shuffle: int | None = None) -> list[dict[str, list[Fact]]]:
+    """Views after the initial facts, then after each batch (index 0 is the initial state)."""
+    rng = random.Random(shuffle) if shuffle is not None else None
+    if engine == "reference":
+        from netrules.engine.reference import evaluate_program
+
+        base = set(facts)
+        out = [evaluate_program(plan, base)]
+        for batch in batches or []:
+            if rng is not None:
+                batch = list(batch)
+                rng.shuffle(batch)
+            base = apply_signed(base, batch)
+            out.append(evaluate_program(plan, base))
+        return out
+    if engine == "spark":
+        from netrules.engine.session import run_spark_batches
+
+        return run_spark_batches(plan, facts, batches or [], strategy=strategy, rng=rng)
+    raise EngineError(f"unknown engine {engine!r}")

@@ -1,0 +1,267 @@
+"""The NDlog abstract syntax: frozen dataclasses, every node with the source location it came from.
+
+Locations take no part in equality, so two rules that say the same thing compare equal wherever
+they were written (the planner relies on this to deduplicate generated rules).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from netrules.errors import SourceLoc
+from netrules.facts import Fact, Value, format_value
+
+__all__ = [
+    "Var", "Const", "ListExpr", "Call", "BinOp", "Neg", "Aggregate", "Term",
+    "Atom", "Negation", "Assignment", "Comparison", "Literal",
+    "Rule", "Materialize", "Query", "Program", "variables_of",
+]
+
+_NOLOC = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Const:
+    value: Value
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return format_value(self.value)
+
+
+@dataclass(frozen=True)
+class ListExpr:
+    items: tuple[Term, ...]
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return "[" + ",".join(map(str, self.items)) + "]"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A builtin function application such as ``f_concat(S, P)``."""
+
+    name: str
+    args: tuple[Term, ...]
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return f"{self.name}({','.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str
+    left: Term
+    right: Term
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return f"({self.left}{self.op}{self.right})"
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: Term
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return f"-{self.operand}"
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """``a_MIN<C>`` in a head; ``var`` is None for ``a_COUNT<*>``."""
+
+    func: str  # MIN, MAX, COUNT, SUM
+    var: Var | None
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return f"a_{self.func}<{self.var if self.var else '*'}>"
+
+
+Term = Var | Const | ListExpr | Call | BinOp | Neg | Aggregate
+
+
+@dataclass(frozen=True)
+class Atom:
+    """``relation(args)``; ``locspec`` is the index of the argument marked ``@`` (or None)."""
+
+    relation: str
+    args: tuple[Term, ...]
+    locspec: int | None = 0
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        parts = [("@" if i == self.locspec else "") + str(a) for i, a in enumerate(self.args)]
+        return f"{self.relation}({','.join(parts)})"
+
+    @property
+    def arity(self) -> int:
+        return len(self.args)
+
+    @property
+    def location_term(self) -> Term | None:
+        return None if self.locspec is None else self.args[self.locspec]
+
+    def aggregate(self) -> tuple[int, Aggregate] | None:
+        for i, a in enumerate(self.args):
+            if isinstance(a, Aggregate):
+                return i, a
+        return None
+
+    def ground(self) -> Fact:
+        """The fact this atom denotes when every argument is a constant expression."""
+        from netrules.lang.builtins import evaluate
+
+        return Fact(self.relation, tuple(evaluate(a, {}) for a in self.args), self.locspec)
+
+
+@dataclass(frozen=True)
+class Negation:
+    atom: Atom
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return f"not {self.atom}"
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """``X := expr``; written ``X = expr`` it is an assignment when X is still unbound."""
+
+    var: Var
+    expr: Term
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return f"{self.var}:={self.expr}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    op: str  # == != < > <= >=  ("=" is normalised to "==" or an Assignment by the checker)
+    left: Term
+    right: Term
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return f"{self.left}{self.op}{self.right}"
+
+
+Literal = Atom | Negation | Assignment | Comparison
+
+
+@dataclass(frozen=True)
+class Rule:
+    head: Atom
+    body: tuple[Literal, ...]
+    label: str | None = None
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        lab = f"{self.label} " if self.label else ""
+        if not self.body:
+            return f"{lab}{self.head}."
+        return f"{lab}{self.head} :- {', '.join(map(str, self.body))}."
+
+    def atoms(self) -> list[Atom]:
+        """Positive body atoms, in order."""
+        return [b for b in self.body if isinstance(b, Atom)]
+
+
+@dataclass(frozen=True)
+class Materialize:
+    name: str
+    lifetime: float
+    size: float
+    keys: tuple[int, ...]
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        def f(x: float) -> str:
+            return "infinity" if x == float("inf") else str(int(x))
+
+        keys = ",".join(map(str, self.keys))
+        return f"materialize({self.name},{f(self.lifetime)},{f(self.size)},keys({keys}))."
+
+
+@dataclass(frozen=True)
+class Query:
+    atom: Atom
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return f"?- {self.atom}."
+
+
+@dataclass(frozen=True)
+class Program:
+    """A parsed program: rules (bodied), ground facts, table declarations and queries."""
+
+    rules: tuple[Rule, ...]
+    facts: tuple[Fact, ...] = ()
+    materialized: tuple[Materialize, ...] = ()
+    queries: tuple[Query, ...] = ()
+    file: str = field(default="<program>", compare=False)
+    source: str = field(default="", compare=False, repr=False)
+
+    def __str__(self) -> str:
+        out = [str(m) for m in self.materialized]
+        out += [str(r) for r in self.rules]
+        out += [f"{f}." for f in self.facts]
+        out += [str(q) for q in self.queries]
+        return "\n".join(out) + "\n"
+
+    def relations(self) -> set[str]:
+        names = {r.head.relation for r in self.rules}
+        for r in self.rules:
+            names |= {a.relation for a in r.atoms()}
+            names |= {b.atom.relation for b in r.body if isinstance(b, Negation)}
+        return names | {f.relation for f in self.facts}
+
+    def derived(self) -> set[str]:
+        """Relations that some rule derives (IDB)."""
+        return {r.head.relation for r in self.rules}
+
+
+def variables_of(term: object) -> set[str]:
+    """Names of the variables occurring in a term, atom or literal (not counting ``_``)."""
+    if isinstance(term, Var):
+        return set() if term.name == "_" else {term.name}
+    if isinstance(term, Const):
+        return set()
+    if isinstance(term, ListExpr | Call):
+        out: set[str] = set()
+        for t in term.items if isinstance(term, ListExpr) else term.args:
+            out |= variables_of(t)
+        return out
+    if isinstance(term, BinOp):
+        return variables_of(term.left) | variables_of(term.right)
+    if isinstance(term, Neg):
+        return variables_of(term.operand)
+    if isinstance(term, Aggregate):
+        return variables_of(term.var) if term.var else set()
+    if isinstance(term, Atom):
+        out = set()
+        for t in term.args:
+            out |= variables_of(t)
+        return out
+    if isinstance(term, Negation):
+        return variables_of(term.atom)
+    if isinstance(term, Assignment):
+        return variables_of(term.var) | variables_of(term.expr)
+    if isinstance(term, Comparison):
+        return variables_of(term.left) | variables_of(term.right)
+    raise TypeError(f"not an NDlog term: {term!r}")

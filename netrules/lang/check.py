@@ -1,0 +1,204 @@
+"""Well-formedness of a parsed program: safety, arities, location specifiers, builtins, aggregates.
+
+Every problem is collected as a located Diagnostic and reported together, sorted by position,
+so a user fixes a program in one pass. ``X = e`` is resolved here into an assignment (X still
+unbound) or an equality test, which is what OverLog programs in the wild mean by it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from netrules.errors import Diagnostic, ProgramError, SourceLoc
+from netrules.lang import ast
+from netrules.lang.builtins import BUILTINS
+
+__all__ = ["check_program", "schedule_body"]
+
+
+def _calls(term: object):
+    if isinstance(term, ast.Call):
+        yield term
+        for a in term.args:
+            yield from _calls(a)
+    elif isinstance(term, ast.ListExpr):
+        for a in term.items:
+            yield from _calls(a)
+    elif isinstance(term, ast.BinOp):
+        yield from _calls(term.left)
+        yield from _calls(term.right)
+    elif isinstance(term, ast.Neg):
+        yield from _calls(term.operand)
+    elif isinstance(term, ast.Atom):
+        for a in term.args:
+            yield from _calls(a)
+    elif isinstance(term, ast.Negation):
+        yield from _calls(term.atom)
+    elif isinstance(term, ast.Assignment):
+        yield from _calls(term.expr)
+    elif isinstance(term, ast.Comparison):
+        yield from _calls(term.left)
+        yield from _calls(term.right)
+    elif isinstance(term, ast.Rule):
+        yield from _calls(term.head)
+        for b in term.body:
+            yield from _calls(b)
+
+
+def schedule_body(body: tuple[ast.Literal, ...]) -> tuple[list[ast.Literal], set[str]]:
+    """Order a body for left-to-right evaluation: atoms in written order, each condition as soon
+    as its variables are bound. Returns the order and the variables left unbound at the end
+    (empty for a safe rule); literals that never become ready are appended last."""
+    bound: set[str] = set()
+    order: list[ast.Literal] = []
+    pending = list(body)
+    unsafe: set[str] = set()
+
+    def ready(lit: ast.Literal) -> bool:
+        if isinstance(lit, ast.Assignment):
+            return ast.variables_of(lit.expr) <= bound
+        if isinstance(lit, ast.Comparison | ast.Negation):
+            return ast.variables_of(lit) <= bound
+        return True
+
+    while pending:
+        progressed = False
+        for lit in list(pending):
+            if isinstance(lit, ast.Atom):
+                if any(not isinstance(p, ast.Atom) and ready(p) for p in pending):
+                    continue
+                if pending[0] is not lit and any(isinstance(p, ast.Atom)
+                                                  for p in pending[: pending.index(lit)]):
+                    continue
+            elif not ready(lit):
+                continue
+            order.append(lit)
+            pending.remove(lit)
+            bound |= (ast.variables_of(lit) if isinstance(lit, ast.Atom)
+                      else {lit.var.name} if isinstance(lit, ast.Assignment) else set())
+            progressed = True
+            break
+        if not progressed:
+            for lit in pending:
+                unsafe |= ast.variables_of(lit) - bound
+            order.extend(pending)
+            break
+    return order, unsafe
+
+
+def _resolve_equalities(rule: ast.Rule) -> ast.Rule:
+    """Turn ``X = e`` into ``X := e`` where X is not yet bound, else into ``==``."""
+    if not any(isinstance(b, ast.Comparison) and b.op == "=" for b in rule.body):
+        return rule
+    bound = set().union(*(ast.variables_of(a) for a in rule.atoms())) if rule.atoms() else set()
+    for b in rule.body:
+        if isinstance(b, ast.Assignment):
+            bound.add(b.var.name)
+    new_body = []
+    for b in rule.body:
+        if isinstance(b, ast.Comparison) and b.op == "=":
+            if isinstance(b.left, ast.Var) and b.left.name not in bound and b.left.name != "_":
+                b = ast.Assignment(b.left, b.right, b.loc)
+                bound.add(b.var.name)
+            elif isinstance(b.right, ast.Var) and b.right.name not in bound:
+                b = ast.Assignment(b.right, b.left, b.loc)
+                bound.add(b.var.name)
+            else:
+                b = replace(b, op="==")
+        new_body.append(b)
+    return replace(rule, body=tuple(new_body))
+
+
+def check_program(program: ast.Program) -> ast.Program:
+    """Return the program with equalities resolved, or raise ProgramError with every problem."""
+    src = program.source
+    diags: list[Diagnostic] = []
+
+    def err(code: str, msg: str, loc: SourceLoc | None,
+            notes: tuple[tuple[SourceLoc | None, str], ...] = ()) -> None:
+        diags.append(Diagnostic(code, msg, loc, notes, source=src))
+
+    rules = tuple(_resolve_equalities(r) for r in program.rules)
+    arity: dict[str, tuple[int, SourceLoc | None]] = {}
+    locspec: dict[str, tuple[int | None, SourceLoc | None]] = {}
+
+    def see(rel: str, n: int, spec: int | None, loc: SourceLoc | None) -> None:
+        if rel in arity and arity[rel][0] != n:
+            err("ARITY", f"{rel} is used with {n} arguments here but {arity[rel][0]} elsewhere",
+                loc, ((arity[rel][1], f"{rel} used with {arity[rel][0]} arguments"),))
+        arity.setdefault(rel, (n, loc))
+        if rel in locspec and locspec[rel][0] != spec:
+            def where(s: int | None) -> str:
+                return "no '@'" if s is None else f"'@' on argument {s + 1}"
+            err("LOCSPEC", f"{rel} has {where(spec)} here but {where(locspec[rel][0])} elsewhere",
+                loc, ((locspec[rel][1], f"{rel} located by {where(locspec[rel][0])}"),))
+        locspec.setdefault(rel, (spec, loc))
+
+    for r in rules:
+        see(r.head.relation, r.head.arity, r.head.locspec, r.head.loc)
+        for b in r.body:
+            a = b.atom if isinstance(b, ast.Negation) else b
+            if isinstance(a, ast.Atom):
+                see(a.relation, a.arity, a.locspec, a.loc)
+    for f in program.facts:
+        see(f.relation, len(f.args), f.loc, None)
+    for m in program.materialized:
+        if m.name in arity:
+            bad = [k for k in m.keys if not 1 <= k <= arity[m.name][0]]
+            if bad:
+                err("KEYS", f"materialize({m.name}): key position {bad[0]} is outside "
+                    f"1..{arity[m.name][0]}", m.loc)
+
+    for r in rules:
+        for c in _calls(r):
+            b = BUILTINS.get(c.name)
+            if b is None:
+                err("UNKNOWN_FUNCTION", f"unknown function {c.name}; known: "
+                    + ", ".join(sorted(BUILTINS)), c.loc)
+            elif len(c.args) not in b.arities:
+                want = " or ".join(map(str, b.arities))
+                err("FUNCTION_ARITY", f"{c.name} takes {want} argument(s), not {len(c.args)}",
+                    c.loc)
+        for b in r.body:
+            atoms = [b] if isinstance(b, ast.Atom) else [b.atom] if isinstance(b, ast.Negation) \
+                else []
+            for a in atoms:
+                agg = a.aggregate()
+                if agg:
+                    err("AGGREGATE", "aggregates belong in a rule head, not its body", agg[1].loc)
+        head_aggs = [a for a in r.head.args if isinstance(a, ast.Aggregate)]
+        if len(head_aggs) > 1:
+            err("AGGREGATE", "a head can hold only one aggregate", head_aggs[1].loc)
+        for a in r.head.args:
+            if isinstance(a, ast.Var) and a.name == "_":
+                err("UNSAFE", "'_' cannot appear in a rule head", a.loc)
+        if not r.atoms():
+            err("UNSAFE", f"rule for {r.head.relation} has no positive body atom to bind its "
+                "variables", r.loc)
+            continue
+        _, unsafe = schedule_body(r.body)
+        for lit in r.body:
+            if isinstance(lit, ast.Assignment):
+                prior = set().union(*(ast.variables_of(a) for a in r.atoms()))
+                if lit.var.name in prior:
+                    err("REBOUND", f"{lit.var.name} is already bound by a body atom; "
+                        f"compare with '==' instead of assigning", lit.loc)
+        bound_vars = set().union(*(ast.variables_of(a) for a in r.atoms()))
+        bound_vars |= {b.var.name for b in r.body if isinstance(b, ast.Assignment)}
+        for lit in r.body:
+            missing = (ast.variables_of(lit) - bound_vars) if not isinstance(lit, ast.Atom) \
+                else set()
+            if isinstance(lit, ast.Assignment):
+                missing = ast.variables_of(lit.expr) - bound_vars
+            for v in sorted(missing | (unsafe & ast.variables_of(lit))):
+                kind = "negated atom" if isinstance(lit, ast.Negation) else "condition"
+                err("UNSAFE", f"variable {v} in this {kind} is not bound by any positive body "
+                    f"atom or assignment", lit.loc)
+        for v in sorted(ast.variables_of(r.head) - bound_vars):
+            err("UNSAFE", f"head variable {v} of {r.head.relation} is not bound by the body",
+                r.head.loc)
+    if diags:
+        diags.sort(key=Diagnostic.sort_key)
+        raise ProgramError(f"{len(diags)} error(s) in {program.file}", diagnostics=diags,
+                           code=diags[0].code)
+    return replace(program, rules=rules)

@@ -1,0 +1,384 @@
+"""NDlog text -> AST: the lark parser for ``ndlog.lark`` and a Transformer named after its rules.
+
+Parsing is all-or-nothing: any syntax or well-formedness error raises before a Program exists,
+so nothing is ever half-loaded.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
+
+from netrules.errors import Diagnostic, FactsError, NdlogSyntaxError, ProgramError, SourceLoc
+from netrules.facts import Fact
+from netrules.lang import ast
+from netrules.lang.syntax_errors import SYNTAX_ERRORS
+
+__all__ = ["parse_program", "parse_facts", "parse_updates", "parse_atom", "grammar_rules"]
+
+_AGG_FUNCS = {"MIN", "MAX", "COUNT", "SUM"}
+
+
+@functools.cache
+def _parser() -> Lark:
+    text = resources.files("netrules.lang").joinpath("ndlog.lark").read_text(encoding="utf-8")
+    return Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def grammar_rules() -> set[str]:
+    """Names of the grammar's rules and aliases that reach the Transformer."""
+    names: set[str] = set()
+    for rule in _parser().rules:
+        origin = rule.origin.name
+        name = rule.alias or origin
+        if not str(origin).startswith(("_", "__")) and not rule.options.expand1:
+            names.add(str(name))
+        elif rule.alias:
+            names.add(str(rule.alias))
+    return names
+
+
+class _Diag(Exception):
+    """Raised inside the transformer; carries a located well-formedness problem."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(message)
+        self.line, self.column = line, column
+
+
+def _pos(x: object) -> tuple[int, int]:
+    if isinstance(x, Token):
+        return x.line or 1, x.column or 1
+    meta = getattr(x, "meta", None)
+    if meta is not None and not meta.empty:
+        return meta.line, meta.column
+    loc = getattr(x, "loc", None)
+    if isinstance(loc, SourceLoc):
+        return loc.line, loc.column
+    return 1, 1
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    """One method per grammar rule (see ndlog.lark); each returns the AST node for it."""
+
+    def __init__(self, file: str) -> None:
+        super().__init__()
+        self.file = file
+
+    def _loc(self, meta: object) -> SourceLoc:
+        line, col = _pos(meta) if isinstance(meta, Token) else (meta.line, meta.column)
+        return SourceLoc(self.file, line, col)
+
+    def _tok_loc(self, tok: Token) -> SourceLoc:
+        return SourceLoc(self.file, tok.line or 1, tok.column or 1)
+
+    # statements -------------------------------------------------------------------------
+    def start(self, meta, items):
+        return list(items)
+
+    def materialize(self, meta, items):
+        name, lifetime, size, keys = items
+        return ast.Materialize(str(name), lifetime, size, keys, self._loc(meta))
+
+    def lifetime(self, meta, items):
+        (tok,) = items
+        return float("inf") if tok.type == "INFINITY" else float(int(tok))
+
+    def keys(self, meta, items):
+        return tuple(int(t) for t in items if t is not None)
+
+    def rule(self, meta, items):
+        label, head, body = items
+        return ast.Rule(head, tuple(body or ()), label, self._loc(meta))
+
+    def label(self, meta, items):
+        return str(items[0])
+
+    def body(self, meta, items):
+        return list(items)
+
+    def query(self, meta, items):
+        return ast.Query(items[0], self._loc(meta))
+
+    # literals ---------------------------------------------------------------------------
+    def negation(self, meta, items):
+        return ast.Negation(items[1], self._loc(meta))
+
+    def assignment(self, meta, items):
+        var_tok, _, expr = items
+        return ast.Assignment(ast.Var(str(var_tok), self._tok_loc(var_tok)), expr, self._loc(meta))
+
+    def comparison(self, meta, items):
+        left, op, right = items
+        return ast.Comparison(str(op), left, right, self._loc(meta))
+
+    def atom(self, meta, items):
+        name_tok, *args = items
+        args = [a for a in args if a is not None]
+        locspec = None
+        terms = []
+        for i, (has_at, term, at_tok) in enumerate(args):
+            if has_at:
+                if locspec is not None:
+                    raise _Diag(f"{name_tok}: more than one location specifier '@'",
+                                at_tok.line, at_tok.column)
+                locspec = i
+            terms.append(term)
+        return ast.Atom(str(name_tok), tuple(terms), locspec, self._loc(meta))
+
+    def arg(self, meta, items):
+        if len(items) == 1:  # aggregate
+            return (False, items[0], None)
+        at, term = items
+        return (at is not None, term, at)
+
+    def aggregate(self, meta, items):
+        func_tok, var_tok = items
+        func = str(func_tok)[2:]
+        if func not in _AGG_FUNCS:
+            raise _Diag(f"unknown aggregate {func_tok}; use one of "
+                        + ", ".join(f"a_{f}" for f in sorted(_AGG_FUNCS)),
+                        func_tok.line, func_tok.column)
+        var = None if var_tok.type == "STAR" else ast.Var(str(var_tok), self._tok_loc(var_tok))
+        if var is None and func != "COUNT":
+            raise _Diag(f"a_{func}<*> is not defined; only a_COUNT<*> counts rows",
+                        func_tok.line, func_tok.column)
+        return ast.Aggregate(func, var, self._loc(meta))
+
+    # expressions ------------------------------------------------------------------------
+    def binop(self, meta, items):
+        left, op, right = items
+        return ast.BinOp(str(op), left, right, self._loc(meta))
+
+    def neg(self, meta, items):
+        (operand,) = items
+        if isinstance(operand, ast.Const) and isinstance(operand.value, int | float):
+            return ast.Const(-operand.value, self._loc(meta))
+        return ast.Neg(operand, self._loc(meta))
+
+    def var(self, meta, items):
+        return ast.Var(str(items[0]), self._loc(meta))
+
+    def call(self, meta, items):
+        name_tok, *args = items
+        terms = []
+        for a in args:
+            if a is None:
+                continue
+            has_at, term, at_tok = a
+            if has_at:
+                raise _Diag(f"'@' marks a location in an atom, not in a call to {name_tok}",
+                            at_tok.line, at_tok.column)
+            if isinstance(term, ast.Aggregate):
+                raise _Diag("an aggregate cannot be a function argument",
+                            *_pos(term))
+            terms.append(term)
+        return ast.Call(str(name_tok), tuple(terms), self._loc(meta))
+
+    def list(self, meta, items):
+        return ast.ListExpr(tuple(i for i in items if i is not None), self._loc(meta))
+
+    def symbol(self, meta, items):
+        return ast.Const(str(items[0]), self._loc(meta))
+
+    def integer(self, meta, items):
+        return ast.Const(int(items[0]), self._loc(meta))
+
+    def floating(self, meta, items):
+        return ast.Const(float(items[0]), self._loc(meta))
+
+    def string(self, meta, items):
+        import json
+
+        return ast.Const(json.loads(str(items[0])), self._loc(meta))
+
+    def infinity(self, meta, items):
+        return ast.Const(float("inf"), self._loc(meta))
+
+
+def _expected(err: UnexpectedInput) -> list[str]:
+    names = getattr(err, "expected", None) or getattr(err, "allowed", None) or set()
+    terms = {t.name: t for t in _parser().terminals}
+    out = []
+    for n in sorted(names):
+        t = terms.get(n)
+        if t is not None and t.pattern.type == "str":
+            out.append(repr(t.pattern.value))
+        else:
+            out.append({"VAR": "a variable", "NAME": "a name", "INT": "an integer",
+                        "FLOAT": "a number", "ESCAPED_STRING": "a string",
+                        "AGGOP": "an aggregate", "CMP": "a comparison",
+                        "ADDOP": "'+' or '-'", "MULOP": "'*', '/' or '%'",
+                        "NOT": "'not'", "INFINITY": "'infinity'", "LOCSPEC": "'@'",
+                        "$END": "end of input"}.get(n, n))
+    return sorted(set(out))
+
+
+@functools.cache
+def _catalogue_parse():
+    return _parser().parse
+
+
+def _syntax_error(text: str, file: str, err: UnexpectedInput) -> NdlogSyntaxError:
+    try:
+        label = err.match_examples(_catalogue_parse(), SYNTAX_ERRORS, use_accepts=True)
+    except Exception:  # a catalogue problem must never hide the user's error
+        label = None
+    line = getattr(err, "line", None) or 1
+    column = getattr(err, "column", None) or 1
+    tok = getattr(err, "token", None)
+    if isinstance(err, UnexpectedEOF) or line < 0 or (tok is not None and tok.type == "$END"):
+        line, column = _end_position(text)
+    expected = _expected(err)
+    if isinstance(err, UnexpectedCharacters):
+        what = f"unexpected character {text[err.pos_in_stream]!r}"
+    elif isinstance(err, UnexpectedEOF):
+        what = "unexpected end of input"
+    else:
+        tok = err.token  # type: ignore[attr-defined]
+        what = "unexpected end of input" if tok.type == "$END" else f"unexpected {str(tok)!r}"
+    if text[max(0, _offset(text, line, column) - 2):].startswith("/*"):
+        label = label or "unterminated comment"
+    msg = f"{label}: {what}" if label else what
+    if expected:
+        msg += "; expected " + (expected[0] if len(expected) == 1 else
+                                "one of " + ", ".join(expected))
+    return NdlogSyntaxError(msg, SourceLoc(file, line, column), text, expected, label)
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    """Line and column just after the last non-blank character: where input ran out."""
+    stripped = text.rstrip()
+    lines = stripped.splitlines() or [""]
+    return len(lines), len(lines[-1]) + 1
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    lines = text.splitlines(keepends=True)
+    return sum(len(x) for x in lines[: line - 1]) + column - 1
+
+
+def _parse_statements(text: str, file: str) -> list:
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as err:
+        raise _syntax_error(text, file, err) from None
+    try:
+        return _ToAst(file).transform(tree)
+    except VisitError as err:
+        inner = err.orig_exc
+        if isinstance(inner, _Diag):
+            loc = SourceLoc(file, inner.line, inner.column)
+            Diagnostic("SYNTAX", str(inner), loc, source=text)
+            raise NdlogSyntaxError(str(inner), loc, text, []) from None
+        raise
+
+
+def parse_program(text: str, file: str = "<program>") -> ast.Program:
+    """Parse and check an NDlog program; raise NdlogSyntaxError or ProgramError, never half-load.
+
+    Ground rules with no body become facts; ``check.check_program`` normalises ``=`` and
+    verifies safety, arities and location specifiers.
+    """
+    from netrules.lang.check import check_program
+
+    stmts = _parse_statements(text, file)
+    rules, facts, mats, queries = [], [], [], []
+    diags: list[Diagnostic] = []
+    for s in stmts:
+        if isinstance(s, ast.Materialize):
+            mats.append(s)
+        elif isinstance(s, ast.Query):
+            queries.append(s)
+        elif not s.body and s.label is None and not (ast.variables_of(s.head)):
+            try:
+                _check_ground(s.head)
+                facts.append(s.head.ground())
+            except _Diag as d:
+                diags.append(Diagnostic("PROGRAM", str(d), SourceLoc(file, d.line, d.column),
+                                        source=text))
+        else:
+            rules.append(s)
+    if diags:
+        raise ProgramError(f"{len(diags)} error(s) in {file}", diagnostics=diags,
+                           code=diags[0].code)
+    program = ast.Program(tuple(rules), tuple(facts), tuple(mats), tuple(queries), file, text)
+    return check_program(program)
+
+
+def _check_ground(atom: ast.Atom) -> None:
+    from netrules.lang.builtins import BuiltinError, evaluate
+
+    for t in atom.args:
+        if isinstance(t, ast.Aggregate):
+            raise _Diag("an aggregate cannot appear in a fact", *_pos(t))
+        try:
+            evaluate(t, {})
+        except BuiltinError as err:
+            raise _Diag(f"{atom.relation}: {err}", *_pos(t)) from None
+
+
+def parse_facts(text: str, file: str = "<facts>") -> list[Fact]:
+    """Ground facts, one per statement (``link(@a,b,1).``); anything else is a FactsError."""
+    stmts = _parse_statements(text, file)
+    out: list[Fact] = []
+    for s in stmts:
+        if not isinstance(s, ast.Rule) or s.body or s.label or ast.variables_of(s.head):
+            line, col = _pos(s)
+            raise FactsError(f"{file}:{line}:{col}: expected a ground fact, got: {s}",
+                             diagnostics=[Diagnostic("FACTS", "expected a ground fact",
+                                                     SourceLoc(file, line, col), source=text)])
+        try:
+            _check_ground(s.head)
+        except _Diag as d:
+            raise FactsError(f"{file}:{d.line}:{d.column}: {d}") from None
+        out.append(s.head.ground())
+    return out
+
+
+def parse_atom(text: str, file: str = "<query>") -> ast.Atom:
+    """One atom, as typed in a query (``reachable(@a, X)``; a trailing '.' is optional)."""
+    body = text.strip()
+    if body.startswith("?-"):
+        body = body[2:].strip()
+    if not body.endswith("."):
+        body += "."
+    stmts = _parse_statements(f"?- {body}", file)
+    if len(stmts) != 1:
+        raise NdlogSyntaxError("expected exactly one atom", SourceLoc(file, 1, 1), text, [])
+    return stmts[0].atom
+
+
+def parse_updates(text: str, file: str = "<updates>") -> list[list[tuple[str, Fact]]]:
+    """Batches of signed facts: lines ``+fact.`` / ``-fact.``, batches separated by ``---``.
+
+    Blank lines and ``//`` or ``#`` comment lines are skipped. Errors name file:line:column.
+    """
+    batches: list[list[tuple[str, Fact]]] = [[]]
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith(("//", "#")):
+            continue
+        if line.startswith("---"):
+            batches.append([])
+            continue
+        sign = line[0]
+        col = raw.index(sign) + 1
+        if sign not in "+-":
+            raise FactsError(f"{file}:{lineno}:{col}: an update line starts with '+' or '-', "
+                             f"or is '---' between batches")
+        try:
+            facts = parse_facts(line[1:], file)
+        except (NdlogSyntaxError, FactsError) as err:
+            loc = getattr(err, "loc", None)
+            c = col + (loc.column if loc else 1)
+            detail = err.diagnostics[0].message if err.diagnostics else str(err)
+            raise FactsError(f"{file}:{lineno}:{c}: {detail}") from None
+        if len(facts) != 1:
+            raise FactsError(f"{file}:{lineno}:{col}: expected exactly one fact on the line")
+        batches[-1].append((sign, facts[0]))
+    return [b for b in batches if b] if any(batches) else []

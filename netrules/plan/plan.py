@@ -1,0 +1,81 @@
+"""A checked program -> an executable plan: localized rules, strata and delta rules.
+
+The plan is what every engine runs. Relations are located by the ``@`` of their atoms; the
+relations the localization introduces are marked as auxiliary so that output hides them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from netrules.lang import ast
+from netrules.plan.delta import DeltaRule, delta_rules
+from netrules.plan.localize import localize
+from netrules.plan.stratify import Stratum, stratify
+
+__all__ = ["Plan", "plan_program"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    program: ast.Program
+    rules: tuple[ast.Rule, ...]
+    strata: tuple[Stratum, ...]
+    aux: frozenset[str]
+    locspec: dict[str, int | None] = field(hash=False)
+    arity: dict[str, int] = field(hash=False)
+    keys: dict[str, tuple[int, ...]] = field(hash=False)
+
+    @property
+    def base(self) -> frozenset[str]:
+        """Relations no rule derives: the ones collectors and facts files feed."""
+        derived = {r.head.relation for r in self.rules}
+        return frozenset(set(self.arity) - derived)
+
+    @property
+    def derived(self) -> frozenset[str]:
+        return frozenset(r.head.relation for r in self.rules)
+
+    @property
+    def visible(self) -> frozenset[str]:
+        """Derived relations a user wrote (auxiliary relations excluded)."""
+        return self.derived - self.aux
+
+    def delta_rules(self) -> list[DeltaRule]:
+        return [d for r in self.rules for d in delta_rules(r)]
+
+    def describe(self) -> str:
+        """Human-readable strata and localized rules (``netrules check``)."""
+        out = [f"base relations: {', '.join(sorted(self.base)) or '(none)'}"]
+        for s in self.strata:
+            kind = ["recursive" if s.recursive else "non-recursive"]
+            if s.aggregates:
+                kind.append("aggregates")
+            if s.negation:
+                kind.append("negation")
+            out.append(f"stratum {s.index}: {', '.join(sorted(s.relations))} "
+                       f"({', '.join(kind)})")
+            for r in s.rules:
+                aux = "  [shipped]" if r.head.relation in self.aux else ""
+                out.append(f"  {r}{aux}")
+        out.append(f"delta rules: {len(self.delta_rules())}")
+        return "\n".join(out)
+
+
+def plan_program(program: ast.Program, *, localized: bool = True) -> Plan:
+    """Localize (unless told not to) and stratify a checked program."""
+    derived = program.derived()
+    rules, aux = (localize(program.rules, derived, program.source) if localized
+                  else (program.rules, {}))
+    strata = stratify(rules, program.source)
+    locspec: dict[str, int | None] = {}
+    arity: dict[str, int] = {}
+    for r in rules:
+        for a in [r.head, *r.atoms(), *(b.atom for b in r.body if isinstance(b, ast.Negation))]:
+            locspec.setdefault(a.relation, a.locspec)
+            arity.setdefault(a.relation, a.arity)
+    for f in program.facts:
+        locspec.setdefault(f.relation, f.loc)
+        arity.setdefault(f.relation, len(f.args))
+    keys = {m.name: m.keys for m in program.materialized}
+    return Plan(program, rules, tuple(strata), frozenset(aux), locspec, arity, keys)

@@ -1,0 +1,584 @@
+"""The store's interface, its record types, and the SQL both backends share.
+
+The store sits between the engine (the only writer) and the dashboard/CLI (readers in other
+processes). It never imports Spark: readers must be able to open it on a machine, or in a
+process, that has no JVM.
+
+All SQL lives here, written once with ``?`` placeholders; a backend only supplies a connection,
+transactions, streaming and the one dialect-specific expression (per-argument JSON lookup).
+Nothing a user typed is ever spliced into SQL text: relation names are validated against
+``[A-Za-z_][A-Za-z0-9_]*`` (they are stored as *values*, never used as identifiers, so the
+check is belt and braces) and every value is a bound parameter.
+
+Facts are stored as ``(relation, args)`` where ``args`` is the canonical JSON
+``json.dumps([value_to_json(a) ...], separators=(",", ":"))``; that string is the fact's
+identity (primary key with the relation). ``loc`` holds the location value as text for
+"facts at node X" queries and ``loc_pos`` the ``@`` position, so facts read back print as they
+were written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import re
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from netrules.alerts.rules import Alert
+from netrules.errors import StoreError
+from netrules.eventlog.schema import Event
+from netrules.facts import Fact, Value, value_from_json, value_to_json
+from netrules.store.schema import SCHEMA_VERSION, ddl
+
+__all__ = [
+    "BatchRecord",
+    "BatchSummary",
+    "Change",
+    "TopoLink",
+    "TopoNode",
+    "Store",
+    "check_relation",
+    "args_json",
+    "fact_from_json_args",
+    "loc_text",
+]
+
+_RELATION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_LINK_STATES = ("up", "down")
+
+
+def check_relation(name: Any) -> str:
+    """Return ``name`` if it is a valid relation name, else raise StoreError."""
+    if not isinstance(name, str) or not _RELATION.match(name):
+        raise StoreError(f"invalid relation name {name!r}: must match [A-Za-z_][A-Za-z0-9_]*")
+    return name
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def args_json(args: Sequence[Value]) -> str:
+    """The canonical JSON text of a fact's arguments (its identity in the store)."""
+    return _dumps([value_to_json(a) for a in args])
+
+
+def fact_from_json_args(relation: str, args: str, loc_pos: int | None) -> Fact:
+    """Rebuild a Fact from its stored columns."""
+    return Fact(relation, tuple(value_from_json(a) for a in json.loads(args)), loc_pos)
+
+
+def loc_text(fact: Fact) -> str | None:
+    """The location value as text: a node name as is, any other value as canonical JSON."""
+    if fact.loc is None or not 0 <= fact.loc < len(fact.args):
+        return None
+    v = fact.args[fact.loc]
+    return v if isinstance(v, str) else _dumps(value_to_json(v))
+
+
+def _body_json(body: Sequence[Fact]) -> str:
+    # [relation, args, loc]: the spec's [relation, args] pair plus the @ position so a `why`
+    # tree prints body facts exactly as the engine saw them; readers may ignore the third item.
+    return _dumps([[f.relation, [value_to_json(a) for a in f.args], f.loc] for f in body])
+
+
+def _body_from_json(text: str) -> list[Fact]:
+    out = []
+    for item in json.loads(text):
+        loc = item[2] if len(item) > 2 else 0
+        out.append(Fact(item[0], tuple(value_from_json(a) for a in item[1]), loc))
+    return out
+
+
+def _sql_checkable(v: Value) -> bool:
+    """Can the SQL JSON lookup compare ``v`` exactly? Lists and non-finite floats are instead
+    matched in Python only (their JSON text forms differ between engines)."""
+    if isinstance(v, bool | tuple):
+        return False
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return isinstance(v, str | int)
+
+
+class Change(NamedTuple):
+    """One row of the change log: a fact added ('+') or removed ('-') by a batch."""
+
+    batch_id: int
+    seq: int
+    time: float
+    op: str
+    fact: Fact
+
+
+class BatchSummary(NamedTuple):
+    """One applied batch, for timelines and `status` output."""
+
+    batch_id: int
+    time: float
+    n_events: int
+    first_event: str | None
+    last_event: str | None
+    added: int
+    removed: int
+    stats: dict[str, Any]
+
+
+class TopoNode(NamedTuple):
+    name: str
+    attrs: dict[str, Any]
+
+
+class TopoLink(NamedTuple):
+    src: str
+    dst: str
+    cost: float | None
+    state: str
+    attrs: dict[str, Any]
+
+
+@dataclass
+class BatchRecord:
+    """Everything one engine batch changes, written by :meth:`Store.write_batch` atomically.
+
+    ``added``/``removed`` are net view changes keyed by relation. ``derivations_removed``
+    drops every kept support of each fact and is applied before ``derivations_added``, so the
+    engine can replace a fact's supports in one batch. ``link_states`` are
+    ``(src, dst, cost, state)`` with ``cost=None`` meaning "keep the stored cost".
+    """
+
+    batch_id: int
+    time: float
+    events: list[Event] = field(default_factory=list)
+    added: dict[str, list[Fact]] = field(default_factory=dict)
+    removed: dict[str, list[Fact]] = field(default_factory=dict)
+    derivations_added: list[tuple[Fact, str, list[Fact]]] = field(default_factory=list)
+    derivations_removed: list[Fact] = field(default_factory=list)
+    link_states: list[tuple[str, str, float | None, str]] = field(default_factory=list)
+    alerts_raised: list[Alert] = field(default_factory=list)
+    alerts_cleared: list[str] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Reject anything the store would refuse, before a transaction is opened."""
+        for facts in (self.added, self.removed):
+            for rel, fs in facts.items():
+                check_relation(rel)
+                for f in fs:
+                    if f.relation != rel:
+                        raise StoreError(f"batch {self.batch_id}: fact {f} filed under {rel!r}")
+        for head, rule, body in self.derivations_added:
+            check_relation(head.relation)
+            for b in body:
+                check_relation(b.relation)
+            if not isinstance(rule, str):
+                raise StoreError(f"batch {self.batch_id}: rule label must be text, not {rule!r}")
+        for f in self.derivations_removed:
+            check_relation(f.relation)
+        for link in self.link_states:
+            if len(link) != 4 or link[3] not in _LINK_STATES:
+                raise StoreError(f"batch {self.batch_id}: bad link state {link!r}")
+
+
+def _facts_sorted(facts: Mapping[str, Iterable[Fact]]) -> list[Fact]:
+    return [f for rel in sorted(facts) for f in sorted(facts[rel], key=Fact.key)]
+
+
+class Store(ABC):
+    """A netrules store; open one with :func:`netrules.store.open_store`.
+
+    Thread-safe through one lock per store object; use one object per process (or thread
+    pool). Every database error surfaces as :class:`StoreError` naming the store.
+    """
+
+    dialect: str = ""
+    _db_errors: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, display: str, read_only: bool = False) -> None:
+        self.display = display
+        self.read_only = read_only
+        self._lock = threading.RLock()
+        self._closed = False
+
+    # -- backend primitives -------------------------------------------------------------
+    @abstractmethod
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement; return a cursor (fetchone/fetchall/rowcount)."""
+
+    @abstractmethod
+    def _executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run one statement for each parameter row."""
+
+    @abstractmethod
+    def _transaction(self) -> contextlib.AbstractContextManager[None]:
+        """A write transaction: commit on success, roll back on any exception."""
+
+    @abstractmethod
+    def _stream(self, sql: str, params: Sequence[Any], chunk: int) -> Iterator[list[tuple]]:
+        """Rows of a query in chunks, without holding the whole result in memory."""
+
+    @abstractmethod
+    def _arg_match(self, position: int, value: Value) -> tuple[str, list[Any]]:
+        """SQL condition (and its parameters) true when argument ``position`` may equal
+        ``value``. May over-approximate (rows are re-checked in Python), never under."""
+
+    @abstractmethod
+    def _close(self) -> None: ...
+
+    def _schema_lock(self) -> None:
+        """Serialize concurrent schema creation (PostgreSQL); SQLite's write lock suffices."""
+        return None
+
+    # -- plumbing -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _op(self, what: str) -> Iterator[None]:
+        """Hold the lock and turn driver errors into StoreError naming the store."""
+        if self._closed:
+            raise StoreError(f"{self.display}: store is closed")
+        with self._lock:
+            try:
+                yield
+            except StoreError:
+                raise
+            except self._db_errors as err:
+                raise StoreError(f"{self.display}: {what} failed: {err}") from err
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise StoreError(f"{self.display}: store was opened read-only")
+
+    def _init_schema(self) -> None:
+        """Create every table if missing and check the schema version (idempotent)."""
+        with self._op("creating the schema"):
+            if not self.read_only:
+                with self._transaction():
+                    self._schema_lock()
+                    for stmt in ddl(self.dialect):
+                        self._execute(stmt)
+                    self._execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+                        "ON CONFLICT (key) DO NOTHING", (str(SCHEMA_VERSION),))
+            row = self._execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            raise StoreError(f"{self.display}: not a netrules store (no schema version)")
+        if row[0] != str(SCHEMA_VERSION):
+            raise StoreError(
+                f"{self.display}: store schema version {row[0]}, this netrules knows "
+                f"{SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        """Close the connection; further calls raise StoreError. Safe to call twice."""
+        if not self._closed:
+            with self._lock:
+                self._closed = True
+                self._close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.display}>"
+
+    # -- meta and topology --------------------------------------------------------------
+    def set_meta(self, key: str, value: str) -> None:
+        """Set one metadata value (e.g. program name/text, collector settings)."""
+        self._writable()
+        with self._op("writing meta"), self._transaction():
+            self._execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                          "DO UPDATE SET value = excluded.value", (key, str(value)))
+
+    def meta(self) -> dict[str, str]:
+        with self._op("reading meta"):
+            return dict(self._execute("SELECT key, value FROM meta ORDER BY key").fetchall())
+
+    def set_program(self, name: str, text: str) -> None:
+        """Record which NDlog program the views were computed by (shown by the dashboard)."""
+        self._writable()
+        with self._op("writing the program"), self._transaction():
+            for key, value in (("program_name", name), ("program_text", text)):
+                self._execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                              "DO UPDATE SET value = excluded.value", (key, value))
+
+    def set_topology(self, nodes: Iterable[Any], links: Iterable[Sequence[Any]]) -> None:
+        """Replace the stored topology.
+
+        ``nodes``: names, ``(name, attrs)`` pairs, or a mapping name -> attrs. ``links``:
+        tuples ``(src, dst[, cost[, state[, attrs]]])``; state defaults to 'up'.
+        """
+        self._writable()
+        node_rows = []
+        items = nodes.items() if isinstance(nodes, Mapping) else nodes
+        for n in items:
+            name, attrs = (n, {}) if isinstance(n, str) else (n[0], n[1] or {})
+            node_rows.append((str(name), _dumps(attrs)))
+        link_rows = []
+        for link in links:
+            src, dst, *rest = link
+            cost = rest[0] if rest else None
+            state = rest[1] if len(rest) > 1 else "up"
+            attrs = rest[2] if len(rest) > 2 else {}
+            if state not in _LINK_STATES:
+                raise StoreError(f"link {src}-{dst}: state must be 'up' or 'down', not {state!r}")
+            link_rows.append((str(src), str(dst), cost, state, _dumps(attrs or {})))
+        with self._op("writing the topology"), self._transaction():
+            self._execute("DELETE FROM topology_links")
+            self._execute("DELETE FROM topology_nodes")
+            self._executemany("INSERT INTO topology_nodes (name, attrs) VALUES (?, ?) "
+                              "ON CONFLICT (name) DO UPDATE SET attrs = excluded.attrs",
+                              node_rows)
+            self._executemany(
+                "INSERT INTO topology_links (src, dst, cost, state, attrs) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (src, dst) DO UPDATE SET cost = excluded.cost, "
+                "state = excluded.state, attrs = excluded.attrs", link_rows)
+
+    def topology(self) -> tuple[list[TopoNode], list[TopoLink]]:
+        """Nodes sorted by name and links sorted by (src, dst), with current link states."""
+        with self._op("reading the topology"):
+            nodes = [TopoNode(n, json.loads(a)) for n, a in self._execute(
+                "SELECT name, attrs FROM topology_nodes ORDER BY name").fetchall()]
+            links = [TopoLink(s, d, c, st, json.loads(a)) for s, d, c, st, a in self._execute(
+                "SELECT src, dst, cost, state, attrs FROM topology_links ORDER BY src, dst"
+            ).fetchall()]
+        return nodes, links
+
+    # -- the write path -----------------------------------------------------------------
+    def write_batch(self, batch: BatchRecord) -> bool:
+        """Apply one engine batch in a single transaction; False if it was already written.
+
+        The batch row is inserted first with ``ON CONFLICT DO NOTHING``: if it already exists
+        nothing else is touched, so an engine restarted after a crash can replay its last
+        batch and the change log gains no duplicate rows (exactly-once across restarts).
+        """
+        self._writable()
+        batch.validate()
+        bid = int(batch.batch_id)
+        n_added = sum(len(v) for v in batch.added.values())
+        n_removed = sum(len(v) for v in batch.removed.values())
+        events = batch.events
+        with self._op(f"writing batch {bid}"), self._transaction():
+            cur = self._execute(
+                "INSERT INTO batches (batch_id, time, n_events, first_event, last_event, added,"
+                " removed, stats) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (batch_id) DO NOTHING",
+                (bid, float(batch.time), len(events), events[0].id if events else None,
+                 events[-1].id if events else None, n_added, n_removed,
+                 json.dumps(batch.stats, default=str, separators=(",", ":"))))
+            if cur.rowcount == 0:
+                return False
+            removed = _facts_sorted(batch.removed)
+            added = _facts_sorted(batch.added)
+            self._executemany("DELETE FROM views WHERE relation = ? AND args = ?",
+                              [(f.relation, args_json(f.args)) for f in removed])
+            self._executemany(
+                "INSERT INTO views (relation, args, loc, loc_pos, batch_id) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (relation, args) DO UPDATE SET loc = excluded.loc, "
+                "loc_pos = excluded.loc_pos, batch_id = excluded.batch_id",
+                [(f.relation, args_json(f.args), loc_text(f), f.loc, bid) for f in added])
+            log = [("-", f) for f in removed] + [("+", f) for f in added]
+            self._executemany(
+                "INSERT INTO changes (batch_id, seq, time, relation, args, loc_pos, op) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(bid, seq, float(batch.time), f.relation, args_json(f.args), f.loc, op)
+                 for seq, (op, f) in enumerate(log)])
+            self._executemany("DELETE FROM derivations WHERE relation = ? AND args = ?",
+                              [(f.relation, args_json(f.args)) for f in batch.derivations_removed])
+            drows = []
+            for head, rule, body in batch.derivations_added:
+                body_text = _body_json(body)
+                key = hashlib.sha1(f"{rule}\n{body_text}".encode()).hexdigest()
+                drows.append((head.relation, args_json(head.args), key, rule, body_text))
+            self._executemany(
+                "INSERT INTO derivations (relation, args, support_key, rule, body) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (relation, args, support_key) DO NOTHING",
+                drows)
+            self._executemany(
+                "INSERT INTO topology_links (src, dst, cost, state) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (src, dst) DO UPDATE SET "
+                "cost = COALESCE(excluded.cost, topology_links.cost), state = excluded.state",
+                [(str(s), str(d), c, st) for s, d, c, st in batch.link_states])
+            self._executemany(
+                "INSERT INTO events_applied (event_id, batch_id) VALUES (?, ?) "
+                "ON CONFLICT (event_id) DO NOTHING", [(e.id, bid) for e in events])
+            self._executemany(
+                "UPDATE alerts SET state = 'cleared', cleared_batch = ?, cleared_time = ? "
+                "WHERE dedup_key = ? AND state = 'active'",
+                [(bid, float(batch.time), k) for k in batch.alerts_cleared])
+            self._executemany(
+                "INSERT INTO alerts (dedup_key, kind, severity, message, subject, raised_batch, "
+                "raised_time, trigger_event, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active') "
+                "ON CONFLICT (dedup_key) WHERE state = 'active' DO NOTHING",
+                [(a.dedup_key, a.kind, a.severity, a.message,
+                  json.dumps(a.subject, default=str, separators=(",", ":")),
+                  bid, float(a.raised_time),
+                  _dumps([e.to_json() for e in a.trigger_events]))
+                 for a in batch.alerts_raised])
+        return True
+
+    # -- the read path ------------------------------------------------------------------
+    def last_batch_id(self) -> int | None:
+        with self._op("reading batches"):
+            row = self._execute("SELECT MAX(batch_id) FROM batches").fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def applied_event_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` some written batch already applied (for exactly-once replay)."""
+        wanted = list(dict.fromkeys(str(i) for i in ids))
+        out: set[str] = set()
+        with self._op("reading applied events"):
+            for i in range(0, len(wanted), 500):
+                part = wanted[i:i + 500]
+                marks = ", ".join("?" * len(part))
+                rows = self._execute(
+                    f"SELECT event_id FROM events_applied WHERE event_id IN ({marks})", part)
+                out.update(r[0] for r in rows.fetchall())
+        return out
+
+    def _view_query(self, relation: str, where: Mapping[int, Value] | None,
+                    at: str | None) -> tuple[str, list[Any]]:
+        check_relation(relation)
+        conds = ["relation = ?"]
+        params: list[Any] = [relation]
+        if at is not None:
+            conds.append("loc = ?")
+            params.append(at)
+        for pos, value in sorted((where or {}).items()):
+            if not isinstance(pos, int) or isinstance(pos, bool) or pos < 0:
+                raise StoreError(f"where: argument position must be an int >= 0, not {pos!r}")
+            if _sql_checkable(value):
+                sql, p = self._arg_match(pos, value)
+                conds.append(sql)
+                params.extend(p)
+        return (f"SELECT args, loc_pos FROM views WHERE {' AND '.join(conds)} ORDER BY args",
+                params)
+
+    def iter_view(self, relation: str, where: Mapping[int, Value] | None = None,
+                  at: str | None = None, chunk_rows: int = 10_000) -> Iterator[list[Fact]]:
+        """Facts of one view in chunks, in storage order (canonical args text), unsorted by
+        Fact.key: the streaming form for exports and large scans."""
+        sql, params = self._view_query(relation, where, at)
+        checks = list((where or {}).items())
+        with self._op(f"reading view {relation}"):
+            for rows in self._stream(sql, params, chunk_rows):
+                facts = [fact_from_json_args(relation, a, lp) for a, lp in rows]
+                if checks:
+                    facts = [f for f in facts
+                             if all(p < len(f.args) and f.args[p] == v for p, v in checks)]
+                if facts:
+                    yield facts
+
+    def read_view(self, relation: str, where: Mapping[int, Value] | None = None,
+                  limit: int | None = None, at: str | None = None) -> list[Fact]:
+        """Facts of ``relation`` whose argument at each position in ``where`` equals the value
+        (and located at node ``at`` if given), sorted by Fact.key.
+
+        With ``limit`` the first ``limit`` matches in storage order are taken, then sorted:
+        exact key order would need the whole view in memory, which a dashboard preview of a
+        14-million-fact view cannot afford.
+        """
+        out: list[Fact] = []
+        for facts in self.iter_view(relation, where, at,
+                                    chunk_rows=min(limit or 10_000, 10_000)):
+            out.extend(facts)
+            if limit is not None and len(out) >= limit:
+                del out[limit:]
+                break
+        return sorted(out, key=Fact.key)
+
+    def relations(self) -> dict[str, int]:
+        """Fact count of every non-empty view."""
+        with self._op("counting views"):
+            rows = self._execute(
+                "SELECT relation, COUNT(*) FROM views GROUP BY relation ORDER BY relation"
+            ).fetchall()
+        return {r: int(n) for r, n in rows}
+
+    def contains(self, fact: Fact) -> bool:
+        check_relation(fact.relation)
+        with self._op("reading views"):
+            row = self._execute("SELECT 1 FROM views WHERE relation = ? AND args = ?",
+                                (fact.relation, args_json(fact.args))).fetchone()
+        return row is not None
+
+    def snapshot(self) -> dict[str, list[list]]:
+        """Every view as sorted JSON argument lists: compare two stores fact for fact."""
+        return {rel: [[value_to_json(a) for a in f.args] for f in self.read_view(rel)]
+                for rel in self.relations()}
+
+    def changes(self, since_batch: int = -1, relation: str | None = None,
+                limit: int | None = None) -> list[Change]:
+        """Change-log rows of batches after ``since_batch``, in (batch, seq) order."""
+        conds, params = ["batch_id > ?"], [int(since_batch)]
+        if relation is not None:
+            conds.append("relation = ?")
+            params.append(check_relation(relation))
+        sql = ("SELECT batch_id, seq, time, op, relation, args, loc_pos FROM changes WHERE "
+               + " AND ".join(conds) + " ORDER BY batch_id, seq")
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        with self._op("reading the change log"):
+            rows = self._execute(sql, params).fetchall()
+        return [Change(int(b), int(s), float(t), op, fact_from_json_args(rel, a, lp))
+                for b, s, t, op, rel, a, lp in rows]
+
+    def batches(self, limit: int | None = None) -> list[BatchSummary]:
+        """The last ``limit`` batches (all if None) in ascending batch order, for timelines."""
+        sql = ("SELECT batch_id, time, n_events, first_event, last_event, added, removed, stats"
+               " FROM batches ORDER BY batch_id DESC")
+        params: list[Any] = []
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        with self._op("reading batches"):
+            rows = self._execute(sql, params).fetchall()
+        return [BatchSummary(int(b), float(t), int(n), fe, le, int(a), int(r), json.loads(s))
+                for b, t, n, fe, le, a, r, s in reversed(rows)]
+
+    def derivations(self, fact: Fact) -> list[tuple[str, list[Fact]]]:
+        """Every kept support of ``fact``: (rule label, body facts), in a stable order."""
+        check_relation(fact.relation)
+        with self._op("reading derivations"):
+            rows = self._execute(
+                "SELECT rule, body FROM derivations WHERE relation = ? AND args = ? "
+                "ORDER BY rule, body", (fact.relation, args_json(fact.args))).fetchall()
+        return [(rule, _body_from_json(body)) for rule, body in rows]
+
+    def alerts(self, active_only: bool = False, limit: int | None = None) -> list[Alert]:
+        """Alerts newest first (by raising batch, then insertion order)."""
+        sql = ("SELECT id, dedup_key, kind, severity, message, subject, raised_batch, "
+               "raised_time, trigger_event, cleared_batch, cleared_time, state FROM alerts")
+        params: list[Any] = []
+        if active_only:
+            sql += " WHERE state = 'active'"
+        sql += " ORDER BY raised_batch DESC, id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        with self._op("reading alerts"):
+            rows = self._execute(sql, params).fetchall()
+        return [Alert(kind=kind, severity=sev, message=msg, dedup_key=key,
+                      subject=json.loads(subj), raised_batch=int(rb), raised_time=float(rt),
+                      trigger_events=tuple(Event.from_json(e) for e in json.loads(trig)),
+                      id=int(i), state=state,
+                      cleared_batch=None if cb is None else int(cb),
+                      cleared_time=None if ct is None else float(ct))
+                for i, key, kind, sev, msg, subj, rb, rt, trig, cb, ct, state in rows]
+
+    def active_alert_keys(self) -> set[str]:
+        """Dedup keys of active alerts: the ``active_keys`` input of AlertRules.evaluate."""
+        with self._op("reading alerts"):
+            rows = self._execute("SELECT dedup_key FROM alerts WHERE state = 'active'").fetchall()
+        return {r[0] for r in rows}
+
+    def export_parquet(self, relation: str, path: str, chunk_rows: int = 50_000) -> int:
+        """Write one view to a Parquet file; returns the number of rows written."""
+        from netrules.store.parquet import export_parquet
+
+        return export_parquet(self, relation, path, chunk_rows=chunk_rows)

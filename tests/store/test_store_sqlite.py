@@ -1,0 +1,126 @@
+"""SQLite-only behaviour: WAL readers in other processes, URL forms, bad files."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from netrules.errors import StoreError
+from netrules.facts import Fact
+from netrules.store import BatchRecord, open_store
+from netrules.store.sqlite import SQLiteStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A reader process: opens the store once (read-only), then answers one line per request with
+# the link view it sees, so the test can check that a long-lived reader sees new batches.
+READER = textwrap.dedent("""
+    import json, sys
+    from netrules.store import open_store
+    store = open_store(sys.argv[1], read_only=True)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        print(json.dumps({"last": store.last_batch_id(),
+                          "link": store.snapshot().get("link", [])}), flush=True)
+""")
+
+
+def _link(a: str, b: str) -> Fact:
+    return Fact("link", (a, b, 1))
+
+
+def _ask(proc: subprocess.Popen) -> dict:
+    proc.stdin.write("?\n")
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
+
+
+def test_wal_reader_in_another_process_sees_commits(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    writer = open_store(f"sqlite:///{db}")
+    assert isinstance(writer, SQLiteStore) and writer.journal_mode() == "wal"
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-c", READER, db], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        assert _ask(proc) == {"last": None, "link": []}
+        writer.write_batch(BatchRecord(0, 0.0, added={"link": [_link("a", "b")]}))
+        assert _ask(proc) == {"last": 0, "link": [["a", "b", 1]]}
+
+        # An open write transaction does not block the reader: it sees the last commit.
+        raw = sqlite3.connect(db, isolation_level=None, timeout=1)
+        raw.execute("BEGIN IMMEDIATE")
+        raw.execute("DELETE FROM views")
+        t0 = time.monotonic()
+        assert _ask(proc) == {"last": 0, "link": [["a", "b", 1]]}
+        assert time.monotonic() - t0 < 5
+        raw.execute("ROLLBACK")
+        raw.close()
+
+        writer.write_batch(BatchRecord(1, 1.0, added={"link": [_link("b", "c")]}))
+        assert _ask(proc) == {"last": 1, "link": [["a", "b", 1], ["b", "c", 1]]}
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        writer.close()
+    assert proc.returncode == 0
+
+
+def test_corrupt_file_is_a_store_error_naming_the_path(tmp_path: Path) -> None:
+    bad = tmp_path / "garbage.db"
+    bad.write_bytes(b"this is not a database, just some bytes " * 200)
+    with pytest.raises(StoreError, match="garbage.db") as info:
+        open_store(str(bad))
+    assert info.value.code == "STORE"
+    # a valid SQLite file that is not a netrules store, opened read-only
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(StoreError, match="other.db"):
+        open_store(str(other), read_only=True)
+
+
+def test_url_forms(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="unknown store URL scheme 'mysql'"):
+        open_store("mysql://root@localhost/db")
+    with pytest.raises(StoreError, match="does not exist"):
+        open_store(str(tmp_path / "missing-dir" / "s.db"))
+    with pytest.raises(StoreError, match="no such store file"):
+        open_store(str(tmp_path / "absent.db"), read_only=True)
+    with pytest.raises(StoreError):
+        open_store("sqlite://relative.db")
+    with open_store(f"sqlite:///{tmp_path}/u.db") as s:
+        s.write_batch(BatchRecord(0, 0.0, added={"link": [_link("a", "b")]}))
+    with open_store(str(tmp_path / "u.db")) as s:
+        assert s.relations() == {"link": 1}
+    with open_store("sqlite:///:memory:") as s:
+        assert s.relations() == {}
+
+
+def test_schema_mismatch_refused(tmp_path: Path) -> None:
+    db = tmp_path / "v.db"
+    open_store(str(db)).close()
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="schema version 99"):
+        open_store(str(db))
+
+
+def test_store_does_not_import_spark(tmp_path: Path) -> None:
+    code = ("import sys; import netrules.store, netrules.store.parquet, netrules.alerts; "
+            f"netrules.store.open_store({str(tmp_path / 'x.db')!r}).close(); "
+            "print(any(m.startswith('pyspark') for m in sys.modules))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True)
+    assert out.stdout.strip() == "False"

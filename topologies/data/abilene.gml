@@ -1,0 +1,31 @@
+# Abilene (Internet2 research backbone): Internet Topology Zoo (Abilene), via topohub 1.5.1 (topozoo/Abilene).
+# License CC BY-SA 3.0; see ATTRIBUTION.md. Coordinates from the Zoo; lengths by haversine.
+graph [
+  directed 0
+  label "Abilene"
+  node [ id 0 label "New York" Longitude -74.01 Latitude 40.71 ]
+  node [ id 1 label "Chicago" Longitude -87.65 Latitude 41.85 ]
+  node [ id 2 label "Washington DC" Longitude -77.04 Latitude 38.9 ]
+  node [ id 3 label "Seattle" Longitude -122.33 Latitude 47.61 ]
+  node [ id 4 label "Sunnyvale" Longitude -122.04 Latitude 37.37 ]
+  node [ id 5 label "Los Angeles" Longitude -118.24 Latitude 34.05 ]
+  node [ id 6 label "Denver" Longitude -104.98 Latitude 39.74 ]
+  node [ id 7 label "Kansas City" Longitude -94.63 Latitude 39.11 ]
+  node [ id 8 label "Houston" Longitude -95.36 Latitude 29.76 ]
+  node [ id 9 label "Atlanta" Longitude -84.39 Latitude 33.75 ]
+  node [ id 10 label "Indianapolis" Longitude -86.16 Latitude 39.77 ]
+  edge [ source 0 target 1 ]
+  edge [ source 0 target 2 ]
+  edge [ source 1 target 10 ]
+  edge [ source 2 target 9 ]
+  edge [ source 3 target 4 ]
+  edge [ source 3 target 6 ]
+  edge [ source 4 target 5 ]
+  edge [ source 4 target 6 ]
+  edge [ source 5 target 8 ]
+  edge [ source 6 target 7 ]
+  edge [ source 7 target 8 ]
+  edge [ source 7 target 10 ]
+  edge [ source 8 target 9 ]
+  edge [ source 9 target 10 ]
+]
