@@ -15,6 +15,23 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", help="also run tests marked slow")
+    parser.addoption("--strategy", action="append", default=None,
+                     help="run the engine suite against this maintenance strategy only "
+                          "(repeatable; default: every strategy in STRATEGIES)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test taking ``strategy`` runs once per maintenance strategy (networkx's
+    --backend idea): the whole engine suite is the contract each strategy must meet."""
+    if "strategy" in metafunc.fixturenames:
+        from netrules.engine.strategies import STRATEGIES
+
+        chosen = metafunc.config.getoption("--strategy") or list(STRATEGIES)
+        unknown = set(chosen) - set(STRATEGIES)
+        if unknown:
+            raise pytest.UsageError(f"unknown --strategy {sorted(unknown)}; "
+                                    f"known: {sorted(STRATEGIES)}")
+        metafunc.parametrize("strategy", [STRATEGIES[n] for n in chosen], ids=chosen)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from netrules.errors import EvalError
 from netrules.facts import Fact, Value, sort_key
@@ -65,7 +66,7 @@ class Database:
         if not rows:
             return ()
         if not bound:
-            return rows
+            return list(rows)  # a snapshot: callers may add while they iterate
         pos = tuple(sorted(bound))
         key = (relation, pos)
         index = self._idx.get(key)
@@ -74,7 +75,7 @@ class Database:
             for row in rows:
                 index.setdefault(tuple(row[p] for p in pos), []).append(row)
             self._idx[key] = index
-        return index.get(tuple(bound[p] for p in pos), ())
+        return list(index.get(tuple(bound[p] for p in pos), ()))
 
     def facts(self, relation: str, locspec: int | None = 0) -> list[Fact]:
         return sorted((Fact(relation, a, locspec) for a in self.rel.get(relation, ())),
@@ -120,20 +121,21 @@ def _bound_positions(atom: ast.Atom, binding: Binding) -> dict[int, Value]:
     return out
 
 
-def solve_body(rule: ast.Rule, read: Mapping[int, Database] | Database,
-               neg: Database | None = None, order: list[ast.Literal] | None = None,
+def solve_body(rule: ast.Rule, read: Mapping[int, Any] | Any,
+               neg: Any = None, order: list[ast.Literal] | None = None,
                binding: Binding | None = None) -> Iterator[Binding]:
     """Every binding satisfying ``rule``'s body. ``read`` gives the database each positive atom
     (by position among positive atoms) reads from, or one database for all; negations read
     ``neg`` (default: the same database)."""
     if order is None:
         order, _ = schedule_body(rule.body)
-    atom_no = {id(a): i for i, a in enumerate(rule.atoms())}
+    # atoms are scheduled in written order, so the k-th atom of ``order`` is body atom k
+    atom_no = {id(a): i for i, a in enumerate(x for x in order if isinstance(x, ast.Atom))}
 
     def db_for(atom: ast.Atom) -> Database:
-        return read if isinstance(read, Database) else read[atom_no[id(atom)]]
+        return read[atom_no[id(atom)]] if isinstance(read, Mapping) else read
 
-    neg_db = neg if neg is not None else (read if isinstance(read, Database) else None)
+    neg_db = neg if neg is not None else (None if isinstance(read, Mapping) else read)
 
     def go(k: int, b: Binding) -> Iterator[Binding]:
         if k == len(order):
@@ -142,15 +144,22 @@ def solve_body(rule: ast.Rule, read: Mapping[int, Database] | Database,
         lit = order[k]
         try:
             if isinstance(lit, ast.Atom):
+                slot = ("#row", atom_no[id(lit)])
                 for row in db_for(lit).lookup(lit.relation, _bound_positions(lit, b)):
                     nb = _match(lit, row, b, rule)
                     if nb is not None:
+                        nb = dict(nb) if nb is b else nb
+                        nb[slot] = row  # type: ignore[index]  # the row this atom matched
                         yield from go(k + 1, nb)
             elif isinstance(lit, ast.Assignment):
                 v = evaluate(lit.expr, b)
-                nb = dict(b)
-                nb[lit.var.name] = v
-                yield from go(k + 1, nb)
+                if lit.var.name in b:  # pre-bound (solving for a given head): a check
+                    if b[lit.var.name] == v:
+                        yield from go(k + 1, b)
+                else:
+                    nb = dict(b)
+                    nb[lit.var.name] = v
+                    yield from go(k + 1, nb)
             elif isinstance(lit, ast.Comparison):
                 if compare(lit.op, evaluate(lit.left, b), evaluate(lit.right, b)):
                     yield from go(k + 1, b)
@@ -186,7 +195,7 @@ def aggregate_rule(rule: ast.Rule, bindings: Iterable[Binding]) -> set[tuple[Val
     seen: set[tuple] = set()
     groups: dict[tuple, list[Value]] = defaultdict(list)
     for b in bindings:
-        key = tuple(sorted(b.items(), key=lambda kv: kv[0]))
+        key = frozenset(kv for kv in b.items() if isinstance(kv[0], str))
         if key in seen:
             continue
         seen.add(key)
@@ -230,8 +239,8 @@ def evaluate_program(program: ast.Program | Plan, facts: Iterable[Fact] = (),
         plain = [r for r in stratum.rules if not r.head.aggregate()]
         delta = Database()
         for rule in plain:
-            for b in solve_body(rule, db):
-                row = head_fact(rule, b)
+            rows = [head_fact(rule, b) for b in solve_body(rule, db)]
+            for row in rows:
                 if db.add(rule.head.relation, row):
                     delta.add(rule.head.relation, row)
         while stratum.recursive and any(delta.rel.values()):

@@ -1,0 +1,126 @@
+"""OSPFv2 Hellos (adjacencies) and Router-LSAs (links); see :mod:`collectors.pcap` for the facts.
+
+Parsing reads scapy's ``scapy.contrib.ospf`` layers into plain tuples; applying them is pure
+Python, so a damaged packet is rejected whole before it can touch the state.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from scapy.contrib.ospf import OSPF_Hdr, OSPF_Hello, OSPF_LSUpd, OSPF_Router_LSA
+
+from collectors.pcap import Malformed, Observation, SoftTable
+from netrules.eventlog.schema import EventKind
+from netrules.facts import Fact
+
+__all__ = ["OspfTracker"]
+
+MAX_AGE = 3600  # RFC 2328 MaxAge: an LSA this old is being flushed from the domain
+
+
+def _signed(seq: int) -> int:
+    """LS sequence numbers are signed 32-bit (0x80000001 is the oldest); compare them so."""
+    return seq - (1 << 32) if seq >= 1 << 31 else seq
+
+
+def _masklen(mask: str) -> int:
+    return sum(bin(int(octet)).count("1") for octet in mask.split("."))
+
+
+def _link_neighbour(kind: int, link_id: str, data: str) -> str:
+    if kind == 3:  # stub: network number and mask
+        return f"{link_id}/{_masklen(data)}"
+    return link_id  # p2p/virtual: neighbour router ID; transit: the DR's interface address
+
+
+class OspfTracker:
+    """Hello neighbour lists with dead-interval expiry, and the newest Router-LSA per router."""
+
+    def __init__(self, ignored: Counter[str]) -> None:
+        self.ignored = ignored
+        self.adjacencies = SoftTable()
+        self.listed: dict[tuple[str, str], set[str]] = {}  # (router, interface address) -> nbrs
+        self.lsas: dict[str, tuple[int, set[Fact]]] = {}  # adv router -> (seq, links)
+
+    def parse(self, pkt: Any) -> tuple[str, Any] | None:
+        hdr = pkt.getlayer(OSPF_Hdr)
+        if hdr is None:
+            return None
+        if hdr.version != 2:
+            return None
+        router = str(hdr.src)
+        if hdr.type == 1:
+            hello = hdr.getlayer(OSPF_Hello)
+            if hello is None:
+                raise Malformed("truncated OSPF Hello")
+            iface = str(pkt["IP"].src) if pkt.haslayer("IP") else router
+            return ("hello", (router, iface, tuple(str(n) for n in hello.neighbors),
+                              int(hello.deadinterval)))
+        if hdr.type == 4:
+            upd = hdr.getlayer(OSPF_LSUpd)
+            if upd is None:
+                raise Malformed("truncated OSPF LS Update")
+            lsas = []
+            for lsa in upd.lsalist:
+                if not isinstance(lsa, OSPF_Router_LSA):
+                    continue
+                links = tuple((int(x.type), str(x.id), str(x.data), int(x.metric))
+                              for x in lsa.linklist)
+                lsas.append((str(lsa.adrouter), _signed(int(lsa.seq)), int(lsa.age), links))
+            return ("lsupd", tuple(lsas))
+        return None
+
+    def expire(self, now: float) -> list[Observation]:
+        out = []
+        for deadline, fact, iface in self.adjacencies.expire(now):
+            router, nbr = fact.args
+            self.listed.get((str(router), str(iface)), set()).discard(str(nbr))
+            out.append(Observation(deadline, "-", EventKind.NEIGHBOUR_EXPIRED, fact,
+                                   {"reason": "dead interval", "interface": iface}))
+        return out
+
+    def apply(self, item: tuple[str, Any], time: float) -> list[Observation]:
+        what, body = item
+        if what == "hello":
+            return self._hello(time, *body)
+        out: list[Observation] = []
+        for lsa in body:
+            out.extend(self._router_lsa(time, *lsa))
+        return out
+
+    def _hello(self, time: float, router: str, iface: str, nbrs: tuple[str, ...],
+               dead: int) -> list[Observation]:
+        out = []
+        now = set(nbrs)
+        for gone in sorted(self.listed.get((router, iface), set()) - now):
+            fact = Fact("adjacency", (router, gone))
+            if self.adjacencies.release(fact, iface):
+                out.append(Observation(time, "-", EventKind.NEIGHBOUR_EXPIRED, fact,
+                                       {"reason": "dropped from hello", "interface": iface}))
+        self.listed[(router, iface)] = now
+        for nbr in nbrs:
+            fact = Fact("adjacency", (router, nbr))
+            self.adjacencies.hold(fact, iface, time + dead)
+            out.append(Observation(time, "+", EventKind.NEIGHBOUR_SEEN, fact,
+                                   {"interface": iface, "dead_interval": dead}))
+        return out
+
+    def _router_lsa(self, time: float, adv: str, seq: int, age: int,
+                    links: tuple[tuple[int, str, str, int], ...]) -> list[Observation]:
+        old_seq, old = self.lsas.get(adv, (None, set()))
+        if old_seq is not None and seq <= old_seq:
+            self.ignored["stale_lsa"] += 1
+            return []
+        new: dict[Fact, int] = {}
+        if age < MAX_AGE:
+            for kind, link_id, data, metric in links:
+                new[Fact("link", (adv, _link_neighbour(kind, link_id, data), metric))] = kind
+        self.lsas[adv] = (seq, set(new))
+        detail = {"lsa_seq": seq & 0xFFFFFFFF}
+        out = [Observation(time, "-", EventKind.LINK_DOWN, f, detail)
+               for f in sorted(old - new.keys(), key=Fact.key)]
+        out += [Observation(time, "+", EventKind.LINK_UP, f, {**detail, "link_type": new[f]})
+                for f in sorted(new.keys() - old, key=Fact.key)]
+        return out

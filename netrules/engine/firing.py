@@ -1,0 +1,71 @@
+"""Firing rules against chosen versions of the database: the operations every strategy shares.
+
+Paper 000 and paper 003 both phrase maintenance as "evaluate the rule with body position i
+reading the delta and the other positions reading some version of the view". ``fire`` does
+exactly that; ``negation_variants`` turns ``not n(...)`` into a positive atom so that a change
+of n can be fed in as a delta; ``instances_for`` solves a rule for a given head (one-step
+rederivation, backward chaining).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+
+from netrules.engine.reference import Binding, head_fact, solve_body
+from netrules.facts import Value
+from netrules.lang import ast
+
+__all__ = ["fire", "negation_variants", "instances_for", "body_facts", "FactKey"]
+
+FactKey = tuple[str, tuple[Value, ...]]
+
+
+def fire(rule: ast.Rule, reads: Mapping[int, Any], neg: Any) -> Iterator[tuple[tuple, Binding]]:
+    """(head row, binding) for every body solution, positive atom j reading ``reads[j]``."""
+    for b in solve_body(rule, reads, neg=neg, order=_order(rule)):
+        yield head_fact(rule, b), b
+
+
+@functools.cache
+def _order(rule: ast.Rule) -> list[ast.Literal]:
+    from netrules.lang.check import schedule_body
+
+    return schedule_body(rule.body)[0]
+
+
+@functools.cache
+def negation_variants(rule: ast.Rule) -> tuple[tuple[ast.Rule, int], ...]:
+    """For each negated literal, the rule with it made positive and its positive-atom index."""
+    out = []
+    for k, lit in enumerate(rule.body):
+        if isinstance(lit, ast.Negation):
+            body = list(rule.body)
+            body[k] = lit.atom
+            variant = replace(rule, body=tuple(body))
+            pos = sum(1 for x in body[:k] if isinstance(x, ast.Atom))
+            out.append((variant, pos))
+    return tuple(out)
+
+
+def instances_for(rule: ast.Rule, row: tuple, read: Any, neg: Any) -> Iterator[Binding]:
+    """Bindings of ``rule``'s body (positives in ``read``) that derive exactly head ``row``."""
+    start: Binding = {}
+    for term, value in zip(rule.head.args, row, strict=True):
+        if isinstance(term, ast.Var):
+            if term.name in start and start[term.name] != value:
+                return
+            start[term.name] = value
+        elif isinstance(term, ast.Const) and term.value != value:
+            return
+    for b in solve_body(rule, read, neg=neg, order=_order(rule), binding=start):
+        if head_fact(rule, b) == row:
+            yield b
+
+
+def body_facts(rule: ast.Rule, b: Binding) -> tuple[FactKey, ...]:
+    """The positive body facts an instance used, in body order (``solve_body`` records them)."""
+    return tuple((atom.relation, b[("#row", k)])  # type: ignore[index]
+                 for k, atom in enumerate(rule.atoms()))
