@@ -44,7 +44,7 @@ def run_batches(plan: Plan, facts: list[Fact], batches: list[list[tuple[str, Fac
             out.append(evaluate_program(plan, base))
         return out
     if engine == "spark":
-        from netrules.engine.session import run_spark_batches
+        from netrules.engine.spark.engine import run_spark_batches
 
         return run_spark_batches(plan, facts, batches or [], strategy=strategy, rng=rng)
     raise EngineError(f"unknown engine {engine!r}")

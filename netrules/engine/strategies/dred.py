@@ -69,22 +69,31 @@ def _fire_changed(rule: ast.Rule, changed_pos: Minus, changed_neg: Minus, other:
 
 def _aggregate_changes(stratum: Stratum, I: Database, D: Database, A: Database
                        ) -> tuple[set[FactKey], set[FactKey]]:
-    """(rows to overdelete, rows to insert) for the stratum's aggregate rules."""
-    gone, new_rows = set(), set()
+    """(rows to overdelete, every row the aggregate rules now give) for the stratum.
+
+    When any aggregate rule of a relation is touched, all aggregate rules of that relation
+    are recomputed, so a row one rule dropped but another still gives is rederived.
+    """
+    gone, now_rows = set(), set()
     new = Union(Minus(I, D), A)
-    for rule in stratum.rules:
-        if not rule.head.aggregate():
-            continue
+    agg_rules = [r for r in stratum.rules if r.head.aggregate()]
+
+    def touched(rule: ast.Rule) -> bool:
         body_rels = {a.relation for a in rule.atoms()} | {
             b.atom.relation for b in rule.body if isinstance(b, ast.Negation)}
-        if not any(D.rel.get(r) or A.rel.get(r) for r in body_rels):
+        return any(D.rel.get(r) or A.rel.get(r) for r in body_rels)
+
+    heads = {r.head.relation for r in agg_rules if touched(r)}
+    for rule in agg_rules:
+        if rule.head.relation not in heads:
             continue
-        old = aggregate_rule(rule, solve_body(rule, I))
-        now = aggregate_rule(rule, solve_body(rule, new))
         rel = rule.head.relation
-        gone |= {(rel, r) for r in old - now}
-        new_rows |= {(rel, r) for r in now}
-    return gone, new_rows
+        now = aggregate_rule(rule, solve_body(rule, new))
+        now_rows |= {(rel, r) for r in now}
+        if touched(rule):
+            old = aggregate_rule(rule, solve_body(rule, I))
+            gone |= {(rel, r) for r in old - now}
+    return gone, now_rows
 
 
 def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Database,
@@ -127,10 +136,15 @@ def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
     # REDERIVE (line 42): one step from surviving old facts
     n_a: set[FactKey] = set()
     surviving = Minus(I, Minus(D, A))
+    new_now = Union(Minus(I, D), A)  # lower strata are final: aggregate rows are too
     for rel in stratum.relations:
-        for row in list(D.rel.get(rel, ())):
-            if (rel, row) in A:
-                continue
+        deleted = [row for row in D.rel.get(rel, ()) if (rel, row) not in A]
+        if deleted and any(r.head.relation == rel and r.head.aggregate()
+                           for r in stratum.rules):
+            for r in stratum.rules:
+                if r.head.relation == rel and r.head.aggregate():
+                    agg_rows |= {(rel, x) for x in aggregate_rule(r, solve_body(r, new_now))}
+        for row in deleted:
             if (rel, row) in agg_rows or any(
                     True for r in plain if r.head.relation == rel
                     for _ in instances_for(r, row, surviving, neg_old)):

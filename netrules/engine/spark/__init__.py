@@ -1,0 +1,1 @@
+"""Spark backends: the partitioned from-scratch evaluator and the Spark-mirrored engine."""
