@@ -52,6 +52,7 @@ class SparkEngine(Engine):
         self.pmap: PartitionMap | None = None
         self.mirror: DataFrame = self.spark.createDataFrame([], SCHEMA)
         self._since_checkpoint = 0
+        self._pending: dict[tuple[str, tuple], bool] = {}
 
     def _rows(self, d: dict[str, set[tuple]]) -> list[tuple]:
         assert self.pmap is not None
@@ -64,27 +65,49 @@ class SparkEngine(Engine):
         return out
 
     def apply(self, batch: Iterable[tuple[str, Fact]]) -> Delta:
+        """Maintain on the hot path; the mirror takes the net change when next read, or every
+        ``checkpoint_every`` batches, so a batch costs no Spark job and no Py4J round trip."""
         batch = list(batch)
         if self.pmap is None:
             self.pmap = PartitionMap.from_facts([f for _, f in batch], self.parts)
         delta = super().apply(batch)
-        with count_jobs(self.spark) as jobs:
-            if delta.removed:
-                gone = self.spark.createDataFrame(self._rows(delta.removed), SCHEMA)
-                self.mirror = self.mirror.join(gone.select("rel", "args"), ["rel", "args"],
-                                               "left_anti").select("part", "rel", "args", "new")
-            if delta.added:
-                self.mirror = self.mirror.unionByName(
-                    self.spark.createDataFrame(self._rows(delta.added), SCHEMA))
-            self._since_checkpoint += 1
-            if self._since_checkpoint >= self.checkpoint_every:
-                self.mirror = self.mirror.localCheckpoint(eager=True)
-                self._since_checkpoint = 0
-        delta.stats.spark_jobs += jobs.jobs
+        for change, present in ((delta.removed, False), (delta.added, True)):
+            for rel, rows in change.items():
+                for row in rows:
+                    if (rel, row) in self._pending:  # an earlier opposite change: they cancel
+                        del self._pending[(rel, row)]
+                    else:
+                        self._pending[(rel, row)] = present
+        self._since_checkpoint += 1
+        if self._since_checkpoint >= self.checkpoint_every:
+            with count_jobs(self.spark) as jobs:
+                self._flush(checkpoint=True)
+            delta.stats.spark_jobs += jobs.jobs
         return delta
+
+    def _flush(self, checkpoint: bool = False) -> None:
+        """Fold pending net changes into the mirror (no job unless ``checkpoint``)."""
+        if self._pending:
+            gone = {r: set() for r, _ in self._pending}
+            new = {r: set() for r, _ in self._pending}
+            for (rel, row), present in self._pending.items():
+                (new if present else gone)[rel].add(row)
+            gone_rows, new_rows = self._rows(gone), self._rows(new)
+            if gone_rows:
+                g = self.spark.createDataFrame(gone_rows, SCHEMA).select("rel", "args")
+                self.mirror = self.mirror.join(g, ["rel", "args"], "left_anti").select(
+                    "part", "rel", "args", "new")
+            if new_rows:
+                self.mirror = self.mirror.unionByName(self.spark.createDataFrame(new_rows,
+                                                                                 SCHEMA))
+            self._pending.clear()
+        if checkpoint:
+            self.mirror = self.mirror.localCheckpoint(eager=True)
+            self._since_checkpoint = 0
 
     def views_frame(self) -> DataFrame:
         """Every fact as a Spark DataFrame ``(part, rel, args, new)``."""
+        self._flush()
         return self.mirror
 
     def evaluate_from_scratch(self) -> tuple[DataFrame, SparkRunStats]:

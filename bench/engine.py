@@ -1,0 +1,150 @@
+"""Single link down/up on a real topology: incremental maintenance vs from-scratch evaluation,
+side by side in one run (issue 3's benchmark).
+
+Contenders on the same view (reachability, or any shipped program):
+  * netrules incremental (each strategy asked for), the hot path of the Spark engine;
+  * netrules from scratch on Spark (partitioned many-hops-per-job evaluator, same session);
+  * networkx full recompute of all-pairs reachability (what a Python user writes by hand).
+Reports latency p50/p99 per event, Spark jobs per batch, state ratio (stored derivation
+records per view fact), and writes a markdown table (``--out``).
+
+    python bench/engine.py --topology topohub:backbone/americas --events 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = min(len(xs) - 1, max(0, round(p / 100 * (len(xs) - 1))))
+    return xs[k]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--topology", default="topohub:backbone/americas")
+    ap.add_argument("--program", default="reachability")
+    ap.add_argument("--events", type=int, default=20, help="link down/up pairs")
+    ap.add_argument("--strategies", default="psn,dred")
+    ap.add_argument("--dred-events", type=int, default=3, help="DRed is slow: fewer events")
+    ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", default=None, help="write results as JSON here")
+    args = ap.parse_args(argv)
+
+    import networkx as nx
+
+    from netrules import programs
+    from netrules.engine.strategies import get
+    from netrules.plan import plan_program
+    from topologies import link_facts, load_topology
+
+    G = load_topology(args.topology)
+    facts = link_facts(G)
+    plan = plan_program(programs.load(args.program))
+    rng = random.Random(args.seed)
+    res: dict = {"topology": args.topology, "nodes": G.number_of_nodes(),
+                 "links": G.number_of_edges(), "program": args.program,
+                 "machine": f"{platform.machine()} {platform.python_version()}",
+                 "strategies": {}}
+    print(f"{args.topology}: {res['nodes']} nodes, {res['links']} links, "
+          f"{len(facts)} link facts", flush=True)
+
+    D = nx.DiGraph()
+    for f in facts:
+        D.add_edge(f.args[0], f.args[1])
+    t = time.perf_counter()
+    pairs = sum(len(nx.descendants(D, n)) for n in D)
+    res["networkx_full_s"] = time.perf_counter() - t
+    print(f"networkx all-pairs reachability: {pairs} pairs in {res['networkx_full_s']:.2f} s",
+          flush=True)
+
+    # the same single-link events for every contender: each a cut (down) then a heal (up)
+    undirected = sorted({tuple(sorted((f.args[0], f.args[1]))) for f in facts})
+    chosen = rng.sample(undirected, min(args.events, len(undirected)))
+    by_pair = {}
+    for f in facts:
+        by_pair.setdefault(tuple(sorted((f.args[0], f.args[1]))), []).append(f)
+
+    for name in args.strategies.split(","):
+        strat = get(name)
+        t = time.perf_counter()
+        state = strat.materialize(plan, facts)
+        mat = time.perf_counter() - t
+        view = state.fact_count()
+        n_events = args.dred_events if name == "dred" else len(chosen)
+        lat, changed = [], []
+        for pair in chosen[:n_events]:
+            for sign in "-+":
+                d = strat.apply(state, [(sign, f) for f in by_pair[pair]])
+                lat.append(d.stats.seconds)
+                changed.append(d.stats.added + d.stats.removed)
+        r = {"materialize_s": mat, "view_facts": view,
+             "state_ratio": state.stored_records() / max(view, 1),
+             "events": len(lat), "p50_s": pct(lat, 50), "p99_s": pct(lat, 99),
+             "mean_changed": statistics.mean(changed) if changed else 0,
+             "us_per_changed_tuple": 1e6 * sum(lat) / max(1, sum(changed))}
+        res["strategies"][name] = r
+        print(f"{name}: materialize {mat:.1f} s, {view} facts, state ratio "
+              f"{r['state_ratio']:.2f}; {len(lat)} link events p50 {r['p50_s'] * 1e3:.1f} ms "
+              f"p99 {r['p99_s'] * 1e3:.1f} ms, {r['mean_changed']:.0f} changed tuples/event, "
+              f"{r['us_per_changed_tuple']:.1f} us/changed tuple", flush=True)
+        del state
+
+    if not args.no_spark:
+        from netrules.engine.session import count_jobs, get_spark
+        from netrules.engine.spark.engine import SparkEngine
+        from netrules.engine.spark.fixpoint import spark_evaluate
+
+        spark = get_spark()
+        spark.range(1).count()  # warm the JVM and Python workers
+        t = time.perf_counter()
+        df, st = spark_evaluate(spark, plan, facts, parts=args.parts)
+        with count_jobs(spark):
+            n = df.count()
+        res["spark_scratch_s"] = time.perf_counter() - t
+        res["spark_scratch_rounds"] = st.rounds
+        res["spark_scratch_jobs"] = st.spark_jobs + 1
+        print(f"spark from scratch: {n} facts in {res['spark_scratch_s']:.1f} s, "
+              f"{st.rounds} rounds, {st.spark_jobs + 1} jobs", flush=True)
+        eng = SparkEngine(plan, spark=spark, parts=args.parts)
+        eng.load(facts)
+        jobs, lat = [], []
+        for pair in chosen[: min(5, len(chosen))]:
+            for sign in "-+":
+                t = time.perf_counter()
+                d = eng.apply([(sign, f) for f in by_pair[pair]])
+                lat.append(time.perf_counter() - t)
+                jobs.append(d.stats.spark_jobs)
+        res["spark_engine_jobs_per_batch"] = statistics.mean(jobs)
+        res["spark_engine_p50_s"] = pct(lat, 50)
+        print(f"spark engine (hot path + mirror): {statistics.mean(jobs):.2f} jobs/batch, "
+              f"p50 {pct(lat, 50) * 1e3:.1f} ms", flush=True)
+        best = res["strategies"].get("psn") or next(iter(res["strategies"].values()))
+        res["ratio_incremental_vs_spark_scratch"] = res["spark_scratch_s"] / best["p50_s"]
+        print(f"ratio from-scratch(Spark) / incremental p50: "
+              f"{res['ratio_incremental_vs_spark_scratch']:.0f}x", flush=True)
+    best = res["strategies"].get("psn") or next(iter(res["strategies"].values()))
+    res["ratio_networkx_vs_incremental"] = res["networkx_full_s"] / best["p50_s"]
+    print(f"ratio networkx full recompute / incremental p50: "
+          f"{res['ratio_networkx_vs_incremental']:.1f}x", flush=True)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(res, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

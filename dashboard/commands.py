@@ -1,0 +1,48 @@
+"""``netrules dashboard``: start the Streamlit dashboard against a store.
+
+Binds 127.0.0.1 unless ``--host`` says otherwise, because the dashboard has no authentication
+and shows the whole network's state; exposing it is a decision the operator makes explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+__all__ = ["APP", "streamlit_command", "dashboard"]
+
+APP = Path(__file__).resolve().parent / "app.py"
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def streamlit_command(host: str = "127.0.0.1", port: int = 8501) -> list[str]:
+    """The exact ``streamlit run`` command line (tests start the dashboard with it too)."""
+    return [sys.executable, "-m", "streamlit", "run", str(APP),
+            "--server.address", host, "--server.port", str(port),
+            "--server.headless", "true", "--browser.gatherUsageStats", "false",
+            "--client.toolbarMode", "minimal"]
+
+
+@click.command("dashboard")
+@click.option("--store", "store_url", envvar="NETRULES_STORE", default="state/netrules.db",
+              show_default=True, help="Store to read: a SQLite path or postgresql://… URL "
+              "(default from $NETRULES_STORE).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but loopback exposes the dashboard, which has "
+                   "no authentication.")
+def dashboard(store_url: str, port: int, host: str) -> None:
+    """Serve the live dashboard for STORE on http://HOST:PORT (reads the store only)."""
+    if host not in _LOOPBACK:
+        click.echo(f"warning: binding {host}: the dashboard has no authentication", err=True)
+    env = {**os.environ, "NETRULES_STORE": store_url}
+    click.echo(f"netrules dashboard: http://{host}:{port}  (store {store_url})", err=True)
+    try:
+        code = subprocess.call(streamlit_command(host, port), env=env)
+    except KeyboardInterrupt:
+        code = 0
+    sys.exit(code)

@@ -1,0 +1,179 @@
+"""Every store read the dashboard makes, each cached for a couple of seconds.
+
+Streamlit reruns the script on every click and on every live refresh; without a cache each rerun
+would query the store again, once per element. A short TTL keeps the page live while the
+pipeline writes and bounds the load to about one query of each kind per TTL, however many
+browser tabs are open. The store is opened once per URL, read-only, and shared between sessions
+(it is thread-safe). Nothing here imports Spark or the engine: the dashboard reads the store only.
+
+All arguments are passed to the store's read API, which binds them as SQL parameters; nothing a
+user typed is ever part of SQL text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+import streamlit as st
+
+from netrules.alerts.rules import Alert
+from netrules.facts import Fact, Value
+from netrules.store import BatchSummary, Change, Store, TopoLink, TopoNode, open_store
+
+__all__ = [
+    "TTL",
+    "DEFAULT_STORE",
+    "default_store_url",
+    "store",
+    "clear",
+    "meta",
+    "last_batch",
+    "relations",
+    "topology",
+    "alerts",
+    "batches",
+    "changes",
+    "read_view",
+    "contains",
+    "derivations",
+    "broken_routes",
+    "format_time",
+    "where_items",
+]
+
+#: Seconds a read stays cached; below the default refresh period so each refresh sees new data.
+TTL = 2.0
+DEFAULT_STORE = "state/netrules.db"
+
+
+def default_store_url() -> str:
+    """The store named by ``NETRULES_STORE`` (set by ``netrules dashboard``), else the default."""
+    return os.environ.get("NETRULES_STORE") or DEFAULT_STORE
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def store(url: str) -> Store:
+    """The store at ``url``, opened read-only once per process (a failure is not cached, so a
+    store that does not exist yet is retried on the next refresh)."""
+    return open_store(url, read_only=True)
+
+
+def clear() -> None:
+    """Drop every cached read (the "refresh now" button)."""
+    for fn in (meta, last_batch, relations, topology, alerts, batches, changes, read_view,
+               contains, derivations, broken_routes):
+        fn.clear()
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def meta(url: str) -> dict[str, str]:
+    return store(url).meta()
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def last_batch(url: str) -> int | None:
+    return store(url).last_batch_id()
+
+
+@st.cache_data(ttl=5 * TTL, show_spinner=False)
+def relations(url: str) -> dict[str, int]:
+    """Fact count per view; a GROUP BY over every view, so cached a little longer."""
+    return store(url).relations()
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def topology(url: str) -> tuple[list[TopoNode], list[TopoLink]]:
+    return store(url).topology()
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def alerts(url: str, active_only: bool = False, limit: int | None = 200) -> list[Alert]:
+    return store(url).alerts(active_only=active_only, limit=limit)
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def batches(url: str, limit: int | None = 500) -> list[BatchSummary]:
+    return store(url).batches(limit=limit)
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def changes(url: str, since_batch: int = -1, relation: str | None = None,
+            limit: int | None = 10_000) -> list[Change]:
+    return store(url).changes(since_batch=since_batch, relation=relation, limit=limit)
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def read_view(url: str, relation: str, where: tuple[tuple[int, Value], ...] = (),
+              limit: int | None = 5_000) -> list[Fact]:
+    """Facts of ``relation`` matching ``where`` (``(position, value)`` pairs, hashable so the
+    call can be cached)."""
+    return store(url).read_view(relation, where=dict(where) or None, limit=limit)
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def contains(url: str, fact: Fact) -> bool:
+    return store(url).contains(fact)
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def derivations(url: str, fact: Fact) -> list[tuple[str, list[Fact]]]:
+    return store(url).derivations(fact)
+
+
+def _path_edges(path: tuple[Value, ...]) -> set[tuple[str, str]]:
+    nodes = [str(n) for n in path]
+    return set(zip(nodes, nodes[1:], strict=False))
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def broken_routes(url: str, relation: str = "bestPath", recent_batches: int = 50,
+                  limit: int = 200) -> list[dict[str, object]]:
+    """Routes that a currently-down link broke: ``relation`` facts removed in the last
+    ``recent_batches`` batches whose path crosses a down link and that do not hold now.
+
+    Why from the change log rather than the alerts: a route that was re-routed raises no alert
+    but is still something the operator wants to see on the map. Each result has ``src``,
+    ``dst``, ``path`` (node names), ``cost``, ``links`` (the down links it crossed) and
+    ``status`` ('lost' when the pair has no route now, else 'rerouted').
+    """
+    s = store(url)
+    down = {(ln.src, ln.dst) for ln in topology(url)[1] if ln.state == "down"}
+    if not down or not s.changes(relation=relation, limit=1):
+        return []
+    last = s.last_batch_id() or 0
+    out: dict[tuple[str, str], dict[str, object]] = {}
+    for ch in reversed(s.changes(since_batch=last - recent_batches, relation=relation,
+                                 limit=50_000)):
+        f = ch.fact
+        if ch.op != "-" or len(f.args) < 3 or not isinstance(f.args[2], tuple):
+            continue
+        key = (str(f.args[0]), str(f.args[1]))
+        if key in out:
+            continue
+        crossed = sorted(_path_edges(f.args[2]) & down)
+        if not crossed or s.contains(f):
+            continue
+        now = s.read_view(relation, where={0: f.args[0], 1: f.args[1]}, limit=1)
+        out[key] = {"src": key[0], "dst": key[1], "path": [str(n) for n in f.args[2]],
+                    "cost": f.args[3] if len(f.args) > 3 else None,
+                    "links": crossed, "status": "rerouted" if now else "lost",
+                    "batch": ch.batch_id}
+        if len(out) >= limit:
+            break
+    return sorted(out.values(), key=lambda r: (r["status"] != "lost", r["src"], r["dst"]))
+
+
+def format_time(t: float | None) -> str:
+    """Wall-clock times as UTC timestamps; small numbers are simulated seconds, shown as such."""
+    if t is None:
+        return ""
+    if t > 1e9:
+        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"t={t:g}s"
+
+
+def where_items(where: Mapping[int, Value]) -> tuple[tuple[int, Value], ...]:
+    """A ``where`` mapping in the hashable form :func:`read_view` takes."""
+    return tuple(sorted(where.items()))

@@ -1,0 +1,150 @@
+"""The dashboard's pure parts: query translation, why trees, the graph at 1,000 nodes, the
+launcher command, and the rule that the dashboard never imports Spark or the engine."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import networkx as nx
+import pytest
+from click.testing import CliRunner
+
+from dashboard import commands, graph
+from dashboard.sections import reachability, routes
+from netrules.facts import Fact
+from netrules.lang import parse_atom
+from netrules.store import TopoLink, TopoNode
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# -- query translation ---------------------------------------------------------------------
+def test_lookup_constants_become_where_variables_columns() -> None:
+    q = reachability.lookup(parse_atom('bestPath(@a,"New York",[a,b],-3)'))
+    assert q.relation == "bestPath" and q.variables == {}
+    assert q.where == {0: "a", 1: "New York", 2: ("a", "b"), 3: -3}
+    q = reachability.lookup(parse_atom("link(@X,X,_)"))
+    assert q.where == {} and q.variables == {"X": [0, 1]} and q.arity == 3
+
+
+def test_lookup_rejects_expressions() -> None:
+    with pytest.raises(reachability.QueryError, match="argument 3"):
+        reachability.lookup(parse_atom("link(@a,X,f_concat(a,b))"))
+
+
+def test_answer_applies_repeated_variables_and_arity(monkeypatch: pytest.MonkeyPatch) -> None:
+    facts = [Fact("link", ("a", "a", 1)), Fact("link", ("a", "b", 1)), Fact("link", ("a",))]
+    monkeypatch.setattr(reachability.data, "read_view", lambda *a, **k: facts)
+    q = reachability.lookup(parse_atom("link(@X,X,C)"))
+    assert reachability.answer("u", q) == [Fact("link", ("a", "a", 1))]
+
+
+# -- why trees -------------------------------------------------------------------------------
+def test_why_lines_shares_subtrees_marks_cycles_and_lists_alternatives(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    r = Fact("reachable", ("a", "c"))
+    r2 = Fact("reachable", ("b", "c"))
+    la, lb = Fact("link", ("a", "b", 1)), Fact("link", ("b", "c", 1))
+    derivs = {r: [("r1", [la, r2]), ("r2", [r, la])], r2: [("r1", [lb])]}
+    monkeypatch.setattr(routes.data, "derivations", lambda url, f: derivs.get(f, []))
+    lines = routes.why_lines("u", r)
+    assert lines == [
+        "reachable(@a,c)   (2 derivations)",
+        "├── ⟸ rule r1",
+        "│   ├── link(@a,b,1)   (base fact)",
+        "│   └── reachable(@b,c)   ⟸ rule r1",
+        "│       └── link(@b,c,1)   (base fact)",
+        "└── ⟸ rule r2",
+        "    ├── reachable(@a,c)   (cycle)",
+        "    └── link(@a,b,1)   (base fact)",
+    ]
+    assert routes.why_lines("u", r, max_lines=2)[-1] == "… cut at 2 lines"
+
+
+# -- graph -------------------------------------------------------------------------------------
+def test_merge_links_folds_directions_and_keeps_state() -> None:
+    links = [TopoLink("a", "b", 1, "up", {}), TopoLink("b", "a", 1, "down", {}),
+             TopoLink("b", "c", 2, "up", {})]
+    edges = graph.merge_links(links)
+    assert [(e.u, e.v, e.state) for e in edges] == [("a", "b", "down"), ("b", "c", "up")]
+    assert "b→a: down, cost 1" in edges[0].detail
+
+
+def test_layout_uses_stored_coordinates_when_every_node_has_them() -> None:
+    nodes = [TopoNode("a", {"lon": 1.0, "lat": 2.0}), TopoNode("b", {"lon": 3.0, "lat": 4.0})]
+    sig = graph.signature(nodes, [TopoLink("a", "b", 1, "up", {})])
+    assert graph.compute_layout(sig) == {"a": (1.0, 2.0), "b": (3.0, 4.0)}
+
+
+def test_thousand_nodes_layout_once_then_cheap_neighbourhood_figures() -> None:
+    g = nx.random_regular_graph(3, 1000, seed=1)
+    nodes = [TopoNode(f"n{i}", {}) for i in g]
+    links = [TopoLink(f"n{u}", f"n{v}", 1, "down" if i == 0 else "up", {})
+             for i, (u, v) in enumerate(g.edges())]
+    sig = graph.signature(nodes, links)
+    t = time.perf_counter()
+    pos = graph.compute_layout(sig)
+    assert len(pos) == 1000 and time.perf_counter() - t < 20
+    edges = graph.merge_links(links)
+    t = time.perf_counter()
+    full = graph.figure(sig[0], edges, pos)
+    near = graph.neighbourhood(edges, ["n0"], 2)
+    part = graph.figure(sig[0], edges, pos, visible=near, focus=["n0"], view="n0")
+    assert time.perf_counter() - t < 5
+    node_trace = {tr.name: tr for tr in part.data}["node"]
+    assert set(node_trace.customdata) == near and 4 <= len(near) <= 10
+    assert node_trace.text is not None  # few nodes: names are drawn
+    assert {tr.name: tr for tr in full.data}["node"].text is None  # 1,000: hover only
+    names = [tr.name for tr in full.data]
+    assert "link down (1)" in names and any(n.startswith("link up") for n in names)
+
+
+def test_figure_colours_down_links_red_and_draws_the_route() -> None:
+    edges = [graph.Edge("a", "b", "up", ""), graph.Edge("b", "c", "down", "")]
+    pos = {"a": (0.0, 0.0), "b": (1.0, 0.0), "c": (2.0, 0.0)}
+    fig = graph.figure(["a", "b", "c"], edges, pos, route=["a", "b"], broken=[["a", "b", "c"]])
+    by_name = {tr.name: tr for tr in fig.data}
+    assert by_name["link down (1)"].line.color == graph.DOWN
+    assert by_name["link up (1)"].line.color == graph.UP
+    assert by_name["best path"].line.color == graph.ROUTE
+    assert by_name["route lost (1)"].line.dash == "dash"
+
+
+# -- the launcher --------------------------------------------------------------------------------
+def test_dashboard_command_binds_loopback_and_passes_the_store(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    monkeypatch.setattr(commands.subprocess, "call",
+                        lambda cmd, env: calls.append((cmd, env)) or 0)
+    result = CliRunner().invoke(commands.dashboard, ["--store", "s.db", "--port", "8600"])
+    assert result.exit_code == 0, result.output
+    cmd, env = calls[0]
+    assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1"
+    assert cmd[cmd.index("--server.port") + 1] == "8600"
+    assert cmd[cmd.index("--server.headless") + 1] == "true"
+    assert cmd[cmd.index("run") + 1] == str(commands.APP)
+    assert env["NETRULES_STORE"] == "s.db"
+    result = CliRunner().invoke(commands.dashboard, ["--host", "0.0.0.0"])
+    assert "no authentication" in result.output
+
+
+# -- the dashboard reads the store only -----------------------------------------------------------
+def test_dashboard_never_imports_spark_or_the_engine() -> None:
+    banned = ("pyspark", "netrules.engine")
+    for path in sorted((ROOT / "dashboard").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert not name.startswith(banned), f"{path}: imports {name}"
+    code = ("import sys, dashboard.data, dashboard.graph, dashboard.commands, "
+            "dashboard.sections.topology, dashboard.sections.alerts, "
+            "dashboard.sections.reachability, dashboard.sections.routes, "
+            "dashboard.sections.patterns, dashboard.sections.timeline\n"
+            "bad = [m for m in sys.modules if m.startswith(('pyspark', 'netrules.engine'))]\n"
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True)
