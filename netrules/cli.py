@@ -6,16 +6,17 @@ caret line and exits with status 1; ``--json`` makes output machine-readable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
 
 import click
 
-from netrules import programs
+from netrules import programs, settings
 from netrules.errors import NetrulesError
 from netrules.facts import Fact, value_to_json
-from netrules.lang import ast, parse_facts, parse_program, parse_updates
+from netrules.lang import ast, parse_atom, parse_facts, parse_program, parse_updates
 from netrules.plan import Plan, plan_program
 
 __all__ = ["main", "load_program_arg"]
@@ -173,3 +174,501 @@ def _register_optional() -> None:
 
 
 _register_optional()
+
+
+# --------------------------------------------------------------------------- the pipeline
+# run / demo write the store; every other command below only reads it.
+
+_READ_HINT = ("Hint: create a store with `netrules demo` or `netrules run PROGRAM ...`, "
+              "or point --store at one")
+
+
+def _click_error(err: NetrulesError, hint: str | None = None) -> click.ClickException:
+    text = err.render()
+    if hint and "Hint:" not in text:
+        text += "\n" + hint
+    return click.ClickException(text)
+
+
+def _open_store(url: str, read_only: bool = False):
+    from netrules.store import open_store
+
+    try:
+        if not read_only and "://" not in url:
+            Path(url).resolve().parent.mkdir(parents=True, exist_ok=True)
+        return open_store(url, read_only=read_only)
+    except NetrulesError as err:
+        raise _click_error(err, _READ_HINT if read_only else None) from err
+
+
+def _store_opt(fn):
+    from netrules import settings
+
+    return settings.option("store")(fn)
+
+
+def _json_opt(fn):
+    return click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")(fn)
+
+
+def _alert_line(batch_id: int, alert) -> str:
+    return f"[batch {batch_id}] RAISED  {alert.severity:<8} {alert.message}"
+
+
+def _cleared_line(batch_id: int, key: str) -> str:
+    kind, _, rest = key.partition(":")
+    return f"[batch {batch_id}] CLEARED {kind}: {rest}"
+
+
+def _batch_printer(quiet: bool, show: int = 10):
+    """The on_batch callback: alerts as they fire, at most ``show`` of each kind per batch."""
+    def on_batch(rec, written: bool) -> None:
+        if not written or quiet:
+            return
+        for lines in ([_alert_line(rec.batch_id, a) for a in rec.alerts_raised],
+                      [_cleared_line(rec.batch_id, k) for k in rec.alerts_cleared]):
+            for line in lines[:show]:
+                click.echo(line)
+            if len(lines) > show:
+                click.echo(f"[batch {rec.batch_id}] ... and {len(lines) - show} more "
+                           f"(netrules alerts)")
+    return on_batch
+
+
+class _Progress:
+    """click.progressbar per stage of a run, on stderr so stdout stays the alerts."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bars: dict[str, object] = {}
+        self.done: dict[str, int] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        label = {"recover": "rebuilding engine state from the store",
+                 "replay": "replaying the event log"}.get(stage, stage)
+        bar = self.bars.get(stage)
+        if bar is None:
+            bar = click.progressbar(length=total, label=label, file=sys.stderr)
+            bar.__enter__()
+            self.bars[stage] = bar
+            self.done[stage] = 0
+        bar.update(done - self.done[stage])  # type: ignore[attr-defined]
+        self.done[stage] = done
+        if done >= total:
+            bar.__exit__(None, None, None)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.render_finish()  # type: ignore[attr-defined]
+
+
+def _monitor_pairs(values: tuple[str, ...]) -> frozenset[tuple[str, str]] | None:
+    pairs = []
+    for v in values:
+        parts = [p.strip() for p in v.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise click.BadParameter(f"{v!r}: expected A,B (two node names)",
+                                     param_hint="--monitor")
+        pairs.append((parts[0], parts[1]))
+    return frozenset(pairs) if pairs else None
+
+
+def _write_source(*, topology: str | None, scenario: str | None, seed: int | None,
+                  fail_link: tuple[tuple[str, str], ...], at: float,
+                  random_failures: str | None, tick: float, capture_file: str | None,
+                  events_dir: str, store) -> tuple[int, object]:
+    """Append the chosen source's events to the event log; (new events, graph or None)."""
+    from netrules.eventlog import EventLog
+    from netrules.pipeline.sources import append_new, simulation, topology_rows
+    from netrules.pipeline.sources import capture_file as read_capture
+
+    log = EventLog(events_dir)
+    if topology is not None:
+        sim = simulation(topology, scenario, seed, fail_link, at, random_failures)
+        n = append_new(log, sim.events, tick=tick)
+        nodes, _ = store.topology()
+        if not nodes:  # a restart keeps the link states the batches wrote
+            store.set_topology(*topology_rows(sim.graph))
+        return n, sim.graph
+    if capture_file is not None:
+        events, report = read_capture(capture_file)
+        n = append_new(log, events, tick=tick)
+        click.echo(report, err=True)
+        return n, None
+    return 0, None
+
+
+@main.command()
+@click.argument("program")
+@click.option("--simulate", "topology", metavar="TOPO",
+              help="Simulate TOPO (ring:6, grid:4x4, abilene, topohub:..., a file).")
+@click.option("--scenario", type=click.Path(exists=True, dir_okay=False),
+              help="Failure scenario file for --simulate (see examples/).")
+@click.option("--seed", type=int, default=None, help="Random seed of the simulation.")
+@click.option("--fail-link", nargs=2, multiple=True, metavar="A B",
+              help="--simulate: fail link A-B at time --at. Repeatable.")
+@click.option("--at", type=float, default=1.0, show_default=True,
+              help="Time of the --fail-link failures.")
+@click.option("--random-failures", metavar="MTBF,MTTR,UNTIL",
+              help="--simulate: random link failures.")
+@click.option("--tick", type=float, default=0.0, show_default=True,
+              help="Source seconds per event-log segment (0: one segment per instant).")
+@click.option("--capture", "capture_file", type=click.Path(exists=True, dir_okay=False),
+              help="Replay a pcap/pcapng capture.")
+@click.option("--iface", help="Capture live on an interface (needs CAP_NET_RAW); follows.")
+@click.option("--events", "events_src", type=click.Path(file_okay=False),
+              help="Read an existing event-log directory (written by collectors).")
+@_store_opt
+@settings.option("events_dir")
+@settings.option("checkpoint")
+@settings.option("strategy")
+@settings.option("engine", type=click.Choice(["reference", "spark"]))
+@settings.option("spark_master")
+@click.option("--once", is_flag=True,
+              help="No Spark: read the whole log, apply it in batches, write, exit.")
+@click.option("--follow/--no-follow", default=None,
+              help="Keep waiting for new segments (default: only with --iface).")
+@click.option("--timeout", type=float, default=None, help="--follow: stop after S seconds.")
+@settings.option("batch_events")
+@settings.option("max_files_per_trigger")
+@settings.option("trigger")
+@settings.option("max_derivations")
+@click.option("--monitor", multiple=True, metavar="A,B",
+              help="Reachability pair to alert on (repeatable; default: every pair).")
+@settings.option("webhook")
+@settings.option("alert_config", type=click.Path(exists=True, dir_okay=False))
+@settings.option("link_relation")
+@settings.option("route_relation")
+@settings.option("reach_relation")
+@settings.option("loop_relation")
+@settings.option("pattern_relations")
+@click.option("--json", "as_json", is_flag=True,
+              help="At the end print the run summary, the views and the active alerts as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print alerts as they fire.")
+def run(program: str, topology: str | None, scenario: str | None, seed: int | None,
+        fail_link: tuple[tuple[str, str], ...], at: float, random_failures: str | None,
+        tick: float, capture_file: str | None, iface: str | None, events_src: str | None,
+        store: str, events_dir: str, checkpoint: str | None, strategy: str, engine: str,
+        spark_master: str, once: bool, follow: bool | None, timeout: float | None,
+        batch_events: int, max_files_per_trigger: int, trigger: float, max_derivations: int,
+        monitor: tuple[str, ...], webhook: str | None, alert_config: str | None,
+        link_relation: str, route_relation: str, reach_relation: str, loop_relation: str,
+        pattern_relations: str, as_json: bool, quiet: bool) -> None:
+    """Run PROGRAM over a source, through the event log, into the store; print alerts as
+    they fire.
+
+    The source (--simulate, --capture, --iface or --events) is appended to the event log
+    (idempotently: rerunning after a crash adds nothing twice), then the pipeline applies it:
+    Spark Structured Streaming by default, or with --once a plain loop without Spark. Killed
+    at any point, the same command resumes where the store left off.
+    """
+    from netrules.pipeline import RunOptions, check_program, run_pipeline
+
+    chosen = [s for s in (topology, capture_file, iface, events_src) if s is not None]
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one source: --simulate TOPO, --capture FILE, "
+                               "--iface IF or --events DIR")
+    if iface is not None and once:
+        raise click.UsageError("--iface captures forever; it cannot be combined with --once")
+    events_dir = events_src or events_dir
+    try:
+        prog = load_program_arg(program)
+        plan = plan_program(prog)
+    except NetrulesError as err:
+        raise _click_error(err) from err
+    db = _open_store(store)
+    stop = None
+    try:
+        check_program(db, program, prog.source or str(prog))
+        db.set_meta("events_dir", str(Path(events_dir).resolve()))
+        n_new, _graph = _write_source(
+            topology=topology, scenario=scenario, seed=seed, fail_link=fail_link, at=at,
+            random_failures=random_failures, tick=tick, capture_file=capture_file,
+            events_dir=events_dir, store=db)
+        if topology or capture_file:
+            click.echo(f"event log {events_dir}: {n_new} new events", err=True)
+        if iface is not None:
+            import threading
+
+            from netrules.eventlog import EventLog
+            from netrules.pipeline.sources import follow_interface
+
+            stop = threading.Event()
+            follow_interface(iface, EventLog(events_dir), trigger, stop)
+        opts = RunOptions(
+            store=store, events_dir=events_dir, checkpoint=checkpoint, strategy=strategy,
+            engine=engine, spark_master=spark_master, once=once,
+            follow=bool(follow if follow is not None else iface is not None),
+            timeout=timeout, batch_events=batch_events,
+            max_files_per_trigger=max_files_per_trigger, trigger=trigger,
+            max_derivations=max_derivations, link_relation=link_relation,
+            route_relation=route_relation, reach_relation=reach_relation,
+            loop_relation=loop_relation,
+            pattern_relations=tuple(p for p in pattern_relations.split(",") if p),
+            monitored=_monitor_pairs(monitor), alert_config=alert_config, webhook=webhook)
+        progress = _Progress(enabled=not as_json)
+        summary = run_pipeline(
+            plan, db, opts, on_batch=_batch_printer(quiet or as_json),
+            on_bad_line=lambda msg: click.echo(f"warning: {msg}", err=True),
+            on_progress=progress)
+        progress.close()
+        active = db.alerts(active_only=True)
+        if as_json:
+            snap = db.snapshot()
+            click.echo(json.dumps({
+                "mode": summary.mode, "batches": summary.batches, "events": summary.events,
+                "replayed": summary.replayed, "bad_lines": summary.bad_lines,
+                "spark_jobs": summary.spark_jobs,
+                "views": {r: snap.get(r, []) for r in sorted(plan.visible)},
+                "active_alerts": [a.to_json() for a in active]}, default=str))
+        else:
+            click.echo(f"{summary.batches} batches, {summary.events} events applied "
+                       f"({summary.mode}); {len(active)} active alerts; store {store}",
+                       err=True)
+    except NetrulesError as err:
+        raise _click_error(err) from err
+    except Exception as err:
+        if type(err).__name__ == "StreamingQueryException":
+            raise click.ClickException(f"the streaming query failed: {err}") from err
+        raise
+    finally:
+        if stop is not None:
+            stop.set()
+        db.close()
+
+
+@main.command()
+@click.argument("atom")
+@_store_opt
+@settings.option("link_relation")
+@_json_opt
+def query(atom: str, store: str, link_relation: str, as_json: bool) -> None:
+    """Facts in the store matching ATOM, e.g. 'reachable(@a,X)' or 'bestPath(@a,d,P,C)'."""
+    from netrules.pipeline import answers
+
+    db = _open_store(store, read_only=True)
+    try:
+        parsed = parse_atom(atom)
+        nodes = answers.known_nodes(db, link_relation)
+        for t in parsed.args:  # NDlog reads capitalised names as variables
+            if isinstance(t, ast.Var) and t.name in nodes:
+                click.echo(f"note: {t.name} is a variable here; write the node as "
+                           f"\"{t.name}\"", err=True)
+        facts = answers.query(db, parsed, link_relation)
+    except NetrulesError as err:
+        raise _click_error(err) from err
+    finally:
+        db.close()
+    if as_json:
+        click.echo(json.dumps([[value_to_json(a) for a in f.args] for f in facts]))
+        return
+    for f in facts:
+        click.echo(str(f))
+    click.echo(f"{len(facts)} fact{'s' if len(facts) != 1 else ''}", err=True)
+
+
+@main.command()
+@click.argument("fact")
+@_store_opt
+@_json_opt
+def why(fact: str, store: str, as_json: bool) -> None:
+    """Why FACT holds: its derivation tree from the store, down to base facts."""
+    from netrules.pipeline import answers
+
+    db = _open_store(store, read_only=True)
+    try:
+        atom = parse_atom(fact)
+        if any(ast.variables_of(t) for t in atom.args):
+            raise click.UsageError(f"{fact!r} has variables; `why` explains one ground fact "
+                                   f"(find them with `netrules query`)")
+        tree = answers.why(db, atom.ground())
+    except NetrulesError as err:
+        raise _click_error(err) from err
+    finally:
+        db.close()
+    click.echo(json.dumps(tree.to_json()) if as_json else tree.render())
+
+
+@main.command()
+@click.argument("src", required=False)
+@click.argument("dst", required=False)
+@_store_opt
+@settings.option("route_relation")
+@_json_opt
+def routes(src: str | None, dst: str | None, store: str, route_relation: str,
+           as_json: bool) -> None:
+    """Current routes (the route relation, bestPath by default), from SRC and to DST."""
+    from netrules.pipeline import answers
+
+    db = _open_store(store, read_only=True)
+    try:
+        answers.check_relation_known(db, route_relation)
+        where = {}
+        for pos, node in ((0, src), (1, dst)):
+            if node is not None:
+                answers.check_node(db, node)
+                where[pos] = node
+        rows = db.read_view(route_relation, where=where or None)
+    except NetrulesError as err:
+        raise _click_error(err) from err
+    finally:
+        db.close()
+    if as_json:
+        click.echo(json.dumps([[value_to_json(a) for a in f.args] for f in rows]))
+        return
+    for f in rows:
+        rest = " ".join(
+            ("via " + " ".join(map(str, a))) if isinstance(a, tuple) else f"cost {a}"
+            for a in f.args[2:])
+        click.echo(f"{f.args[0]} -> {f.args[1]}  {rest}")
+    click.echo(f"{len(rows)} route{'s' if len(rows) != 1 else ''}", err=True)
+
+
+@main.command()
+@click.argument("src")
+@click.argument("dst")
+@_store_opt
+@settings.option("route_relation")
+@settings.option("link_relation")
+@_json_opt
+def traceroute(src: str, dst: str, store: str, route_relation: str, link_relation: str,
+               as_json: bool) -> None:
+    """Follow the route from SRC to DST hop by hop: each hop's next hop, the cost so far
+    and the rule and fact that chose it."""
+    from netrules.pipeline import answers
+
+    db = _open_store(store, read_only=True)
+    try:
+        trace = answers.traceroute(db, src, dst, route_relation, link_relation)
+    except NetrulesError as err:
+        raise _click_error(err) from err
+    finally:
+        db.close()
+    if as_json:
+        click.echo(json.dumps({"src": src, "dst": dst, "complete": trace.complete,
+                               "reason": trace.reason,
+                               "hops": [h.to_json() for h in trace.hops]}))
+    else:
+        click.echo(f"traceroute {src} -> {dst} along {route_relation}")
+        for h in trace.hops:
+            cost = "" if h.cost_so_far is None else f"cost {h.cost_so_far:<4}"
+            click.echo(f"{h.index:>3}  {h.node} -> {h.next_hop}  {cost} "
+                       f"because [{h.rule or '?'}] {h.route}")
+        if trace.complete:
+            click.echo(f"  reached {dst} in {len(trace.hops)} hops")
+    if not trace.complete:
+        raise click.ClickException(f"{trace.reason}\nHint: `netrules alerts --active` lists "
+                                   f"the routes that were lost")
+
+
+@main.command()
+@click.option("--before", type=int, help="Batch id: the state after this batch ...")
+@click.option("--after", type=int, help="... compared with the state after this batch.")
+@click.option("--event", "event_id", help="Diff around the batch that applied this event.")
+@click.option("--relation", default=None,
+              help="Pair relation to compare (default: reachable if stored, else bestPath).")
+@_store_opt
+@_json_opt
+def diff(before: int | None, after: int | None, event_id: str | None, relation: str | None,
+         store: str, as_json: bool) -> None:
+    """Reachability pairs lost and gained between two batches, from the change log."""
+    from netrules.pipeline import answers
+
+    if event_id is None and (before is None or after is None):
+        raise click.UsageError("give --before BATCH --after BATCH, or --event ID")
+    db = _open_store(store, read_only=True)
+    try:
+        if event_id is not None:
+            after = answers.batch_of_event(db, event_id)
+            before = after - 1
+        assert before is not None and after is not None
+        plan = answers.stored_plan(db)
+        rels = set(db.relations()) | (set(plan.arity) if plan else set())
+        relation = relation or next((r for r in ("reachable", "bestPath") if r in rels),
+                                    "reachable")
+        lost, gained = answers.reach_diff(db, before, after, relation)
+    except NetrulesError as err:
+        raise _click_error(err) from err
+    finally:
+        db.close()
+    if as_json:
+        click.echo(json.dumps({"before": before, "after": after, "relation": relation,
+                               "lost": [list(map(value_to_json, p)) for p in lost],
+                               "gained": [list(map(value_to_json, p)) for p in gained]}))
+        return
+    click.echo(f"{relation} pairs, after batch {before} -> after batch {after}: "
+               f"{len(lost)} lost, {len(gained)} gained")
+    for mark, pairs in (("-", lost), ("+", gained)):
+        for s, d in pairs:
+            click.echo(f"{mark} {s} -> {d}")
+
+
+@main.command()
+@click.option("--active", is_flag=True, help="Only alerts that have not cleared.")
+@click.option("--limit", type=int, default=None, help="At most N alerts, newest first.")
+@_store_opt
+@_json_opt
+def alerts(active: bool, limit: int | None, store: str, as_json: bool) -> None:
+    """Alerts in the store, newest first."""
+    db = _open_store(store, read_only=True)
+    try:
+        rows = db.alerts(active_only=active, limit=limit)
+    except NetrulesError as err:
+        raise _click_error(err) from err
+    finally:
+        db.close()
+    if as_json:
+        click.echo(json.dumps([a.to_json() for a in rows]))
+        return
+    for a in rows:
+        state = ("ACTIVE " if a.state == "active"
+                 else f"cleared in batch {a.cleared_batch}: ")
+        click.echo(f"[batch {a.raised_batch}] {a.severity:<8} {state}{a.message}")
+    click.echo(f"{len(rows)} alert{'s' if len(rows) != 1 else ''}", err=True)
+
+
+@main.command()
+@_store_opt
+@click.option("--port", type=int, default=8501, show_default=True, help="Port on 127.0.0.1.")
+def dashboard(store: str, port: int) -> None:
+    """Open the Streamlit dashboard on the store (bound to 127.0.0.1)."""
+    import os
+    import subprocess
+
+    import dashboard as dash_pkg
+
+    app = Path(dash_pkg.__file__).resolve().parent / "app.py"
+    if not app.is_file():
+        raise click.ClickException(f"no dashboard app at {app}\nHint: install netrules with "
+                                   f"its dashboard (pip install -e \".[test]\")")
+    _open_store(store, read_only=True).close()
+    env = dict(os.environ, NETRULES_STORE=store)
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address",
+           "127.0.0.1", "--server.headless", "true", "--server.port", str(port)]
+    click.echo(f"dashboard on http://127.0.0.1:{port} (Ctrl-C stops it)", err=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(subprocess.call(cmd, env=env))
+
+
+@main.command()
+@click.option("--dir", "directory", default="netrules-demo", show_default=True,
+              type=click.Path(file_okay=False), help="Where the demo writes its files.")
+@click.option("--once/--stream", default=True, show_default=True,
+              help="Apply the log without Spark (fast), or with Spark Structured Streaming.")
+@click.option("--keep", is_flag=True, help="Keep the previous demo's store and log.")
+def demo(directory: str, once: bool, keep: bool) -> None:
+    """Abilene under path-vector routing: a link fails (reroute), a second one cuts Seattle
+    off (routes lost, alerts raised), then both recover (alerts cleared)."""
+    from netrules.pipeline import demo as demo_mod
+
+    try:
+        demo_mod.run_demo(directory, once=once, keep=keep, echo=click.echo,
+                          on_batch=_batch_printer(False, show=4))
+    except NetrulesError as err:
+        raise _click_error(err) from err
+
+
+if __name__ == "__main__":  # python -m netrules.cli (the crash tests run it this way)
+    main()

@@ -1,0 +1,127 @@
+"""Wire a run together: program + store + event log + engine + alert rules -> a driver.
+
+``netrules run``, ``netrules demo`` and the crash tests all go through :func:`run_pipeline`, so
+a restart in any of them takes the same path: open the store, refuse a store written by
+another program, rebuild the engine from the store, then let the driver skip what the store
+already has.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from netrules.alerts import AlertRules, WebhookNotifier
+from netrules.errors import StoreError
+from netrules.eventlog import EventLog
+from netrules.facts import Value
+from netrules.pipeline.batch import BatchProcessor, Recovery, alert_config_for, engine_factory
+from netrules.pipeline.once import run_once
+from netrules.pipeline.recover import default_checkpoint
+from netrules.pipeline.stream import run_stream
+from netrules.plan import Plan
+from netrules.store import BatchRecord, Store
+
+__all__ = ["RunOptions", "RunSummary", "check_program", "run_pipeline"]
+
+
+@dataclass
+class RunOptions:
+    """Everything a run needs besides the program; defaults are netrules.settings'."""
+
+    store: str = "netrules.db"
+    events_dir: str = "netrules-events"
+    checkpoint: str | None = None
+    strategy: str = "psn"
+    engine: str = "reference"
+    spark_master: str | None = None
+    once: bool = False
+    follow: bool = False
+    timeout: float | None = None
+    batch_events: int = 500
+    max_files_per_trigger: int = 1
+    trigger: float = 1.0
+    max_derivations: int = 20_000
+    link_relation: str = "link"
+    route_relation: str = "bestPath"
+    reach_relation: str = "reachable"
+    loop_relation: str = "loop"
+    pattern_relations: tuple[str, ...] = ("suspect", "detectable")
+    monitored: frozenset[tuple[Value, Value]] | None = None
+    alert_config: str | None = None
+    webhook: str | None = None
+
+
+@dataclass
+class RunSummary:
+    recovery: Recovery
+    batches: int = 0
+    events: int = 0
+    replayed: int = 0
+    bad_lines: list[str] = field(default_factory=list)
+    spark_jobs: list[int] = field(default_factory=list)
+    mode: str = "once"
+
+
+def check_program(store: Store, name: str, text: str) -> None:
+    """Record the program in a fresh store; refuse a store another program wrote."""
+    meta = store.meta()
+    old = meta.get("program_text")
+    if old is not None and old.strip() != text.strip():
+        raise StoreError(
+            f"{store.display} holds views of program {meta.get('program_name', '?')!r}, "
+            f"not of {name!r}\nHint: use another --store, or delete this one to start over")
+    if old is None:
+        store.set_program(name, text)
+
+
+def run_pipeline(plan: Plan, store: Store, opts: RunOptions, *,
+                 on_batch: Callable[[BatchRecord, bool], None] | None = None,
+                 on_bad_line: Callable[[str], None] | None = None,
+                 on_progress: Callable[[str, int, int], None] | None = None) -> RunSummary:
+    """Recover from ``store``, then drain (or follow) the event log with the chosen driver.
+
+    ``on_progress(stage, done, total)`` reports recovery and replay progress.
+    """
+    overrides: dict[str, Any] | None = None
+    if opts.alert_config:
+        overrides = json.loads(Path(opts.alert_config).read_text(encoding="utf-8"))
+    config = alert_config_for(plan, route_relation=opts.route_relation,
+                              reach_relation=opts.reach_relation,
+                              loop_relation=opts.loop_relation,
+                              pattern_relations=opts.pattern_relations,
+                              monitored=opts.monitored, overrides=overrides)
+    engine = engine_factory(opts.engine, opts.strategy, opts.spark_master)(plan)
+    processor = BatchProcessor(
+        plan, engine, store, AlertRules(config), link_relation=opts.link_relation,
+        max_derivations=opts.max_derivations, on_batch=on_batch,
+        notifier=WebhookNotifier(opts.webhook) if opts.webhook else None)
+    report = on_progress or (lambda _s, _d, _t: None)
+    report("recover", 0, 1)
+    recovery = processor.recover()
+    report("recover", 1, 1)
+    summary = RunSummary(recovery)
+    log = EventLog(opts.events_dir)
+    if opts.once:
+        total = len(log.segments())
+
+        def step(segments_done: int) -> None:
+            report("replay", segments_done, total)
+
+        res = run_once(processor, log, opts.batch_events, on_bad_line=on_bad_line,
+                       progress=step)
+        summary.batches, summary.events = res.batches, res.events
+        summary.bad_lines = res.bad_lines
+        return summary
+    checkpoint = opts.checkpoint or default_checkpoint(opts.events_dir)
+    sres = run_stream(processor, opts.events_dir, checkpoint, spark_master=opts.spark_master,
+                      max_files_per_trigger=opts.max_files_per_trigger,
+                      trigger_seconds=opts.trigger, follow=opts.follow, timeout=opts.timeout,
+                      on_bad_line=on_bad_line)
+    summary.mode = "stream"
+    summary.batches, summary.events, summary.replayed = sres.batches, sres.events, sres.replayed
+    summary.bad_lines, summary.spark_jobs = sres.bad_lines, sres.spark_jobs
+    return summary
