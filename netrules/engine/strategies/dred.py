@@ -221,11 +221,14 @@ def materialize(plan: Plan, facts: Iterable[Fact] = (), *,
     return state
 
 
-def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
+def apply(state: State, batch: list[tuple[str, Fact]],
+          stratum_fn: Callable[[Stratum], StratumFn] | None = None) -> Delta:
+    """One batch: the ledger's net change, then every stratum (DRed unless ``stratum_fn``
+    picks another per-stratum routine, as PSN does), timed."""
     t0 = time.perf_counter()
-    stats = BatchStats(strategy=name)
+    stats = BatchStats(strategy=state.strategy)
     appeared, vanished = state.ledger.apply(check_batch(state.plan, batch))
-    delta = maintain(state, appeared, vanished, stats)
+    delta = maintain(state, appeared, vanished, stats, stratum_fn)
     timed(stats, t0)
     return delta
 

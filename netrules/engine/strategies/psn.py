@@ -22,7 +22,6 @@ rank-0 inputs here.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Iterable
 
 from netrules.engine.firing import FactKey, body_facts, fire, instances_for
@@ -34,9 +33,7 @@ from netrules.engine.strategies.base import (
     Delta,
     Derivation,
     State,
-    check_batch,
     explain_by_search,
-    timed,
 )
 from netrules.engine.views import Minus, Union
 from netrules.facts import Fact
@@ -213,16 +210,12 @@ def materialize(plan: Plan, facts: Iterable[Fact] = (), *, rng: random.Random | 
 
 
 def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
-    t0 = time.perf_counter()
-    stats = BatchStats(strategy=name)
-    appeared, vanished = state.ledger.apply(check_batch(state.plan, batch))
-    delta = dred.maintain(state, appeared, vanished, stats, _stratum_fn)
+    delta = dred.apply(state, batch, _stratum_fn)
     # removed base and lower facts no longer index anything
     sup: _Supports = state.extra["supports"]
     for rel, rows in delta.removed.items():
         for row in rows:
             sup.used_by.pop((rel, row), None)
-    timed(stats, t0)
     return delta
 
 
