@@ -29,11 +29,15 @@ def fire(rule: ast.Rule, reads: Mapping[int, Any], neg: Any) -> Iterator[tuple[t
         yield head_fact(rule, b), b
 
 
-@functools.cache
 def _order(rule: ast.Rule) -> list[ast.Literal]:
-    from netrules.lang.check import schedule_body
+    """The rule's evaluation order, computed once and kept on the rule object."""
+    cached = rule.__dict__.get("_nr_order")
+    if cached is None:
+        from netrules.lang.check import schedule_body
 
-    return schedule_body(rule.body)[0]
+        cached = schedule_body(rule.body)[0]
+        object.__setattr__(rule, "_nr_order", cached)
+    return cached
 
 
 @functools.cache

@@ -61,6 +61,9 @@ class Database:
     def __contains__(self, item: tuple[str, tuple[Value, ...]]) -> bool:
         return item[1] in self.rel.get(item[0], ())
 
+    def has(self, relation: str) -> bool:
+        return bool(self.rel.get(relation))
+
     def lookup(self, relation: str, bound: Mapping[int, Value]) -> Iterable[tuple]:
         rows = self.rel.get(relation)
         if not rows:
@@ -86,22 +89,45 @@ def _where(rule: ast.Rule) -> str:
     return f"{rule.loc}: " if rule.loc else ""
 
 
+_VAR, _CONST, _EXPR, _ANON = 0, 1, 2, 3
+
+
+def _spec(atom: ast.Atom) -> tuple[tuple[int, object], ...]:
+    """Per argument: (kind, name or value or term); computed once per atom and kept on it
+    (hashing a frozen AST node on every call would cost more than the match itself)."""
+    cached = atom.__dict__.get("_nr_spec")
+    if cached is not None:
+        return cached
+    out = []
+    for t in atom.args:
+        if isinstance(t, ast.Var):
+            out.append((_ANON, None) if t.name == "_" else (_VAR, t.name))
+        elif isinstance(t, ast.Const):
+            out.append((_CONST, t.value))
+        else:
+            out.append((_EXPR, t))
+    spec = tuple(out)
+    object.__setattr__(atom, "_nr_spec", spec)
+    return spec
+
+
 def _match(atom: ast.Atom, row: tuple, binding: Binding, rule: ast.Rule) -> Binding | None:
     out = binding
-    for term, value in zip(atom.args, row, strict=True):
-        if isinstance(term, ast.Var):
-            if term.name == "_":
-                continue
-            have = out.get(term.name, _UNSET)
+    for (kind, x), value in zip(_spec(atom), row, strict=True):
+        if kind == _VAR:
+            have = out.get(x, _UNSET)  # type: ignore[arg-type]
             if have is _UNSET:
                 if out is binding:
                     out = dict(binding)
-                out[term.name] = value
+                out[x] = value  # type: ignore[index]
             elif have != value:
                 return None
-        else:
+        elif kind == _CONST:
+            if x != value:
+                return None
+        elif kind == _EXPR:
             try:
-                if evaluate(term, out) != value:
+                if evaluate(x, out) != value:
                     return None
             except BuiltinError as err:
                 raise EvalError(f"{_where(rule)}{err} in {rule}") from None
@@ -113,11 +139,12 @@ _UNSET = object()
 
 def _bound_positions(atom: ast.Atom, binding: Binding) -> dict[int, Value]:
     out = {}
-    for i, t in enumerate(atom.args):
-        if isinstance(t, ast.Var) and t.name in binding:
-            out[i] = binding[t.name]
-        elif isinstance(t, ast.Const):
-            out[i] = t.value
+    for i, (kind, x) in enumerate(_spec(atom)):
+        if kind == _VAR:
+            if x in binding:
+                out[i] = binding[x]  # type: ignore[index]
+        elif kind == _CONST:
+            out[i] = x
     return out
 
 
@@ -184,7 +211,8 @@ def solve_body(rule: ast.Rule, read: Mapping[int, Any] | Any,
 def head_fact(rule: ast.Rule, b: Binding) -> tuple[Value, ...]:
     """The head tuple a (non-aggregate) rule derives under binding ``b``."""
     try:
-        return tuple(evaluate(t, b) for t in rule.head.args)
+        return tuple(b[x] if kind == _VAR else x if kind == _CONST  # type: ignore[index]
+                     else evaluate(x, b) for kind, x in _spec(rule.head))
     except BuiltinError as err:
         raise EvalError(f"{_where(rule)}{err} (in the head of `{rule}`)") from None
 

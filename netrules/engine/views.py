@@ -18,6 +18,10 @@ class Readable:
     def lookup(self, relation: str, bound: Mapping[int, Value]) -> Iterable[tuple]:
         raise NotImplementedError
 
+    def has(self, relation: str) -> bool:
+        """Whether the view may hold rows of ``relation`` (False means certainly none)."""
+        raise NotImplementedError
+
     def __contains__(self, item: tuple[str, tuple]) -> bool:
         raise NotImplementedError
 
@@ -30,7 +34,12 @@ class Minus(Readable):
 
     def lookup(self, relation: str, bound: Mapping[int, Value]) -> Iterable[tuple]:
         right = self.right
+        if not right.has(relation):  # the common case: nothing of this relation removed
+            return self.left.lookup(relation, bound)
         return [row for row in self.left.lookup(relation, bound) if (relation, row) not in right]
+
+    def has(self, relation: str) -> bool:
+        return self.left.has(relation)
 
     def __contains__(self, item: tuple[str, tuple]) -> bool:
         return item in self.left and item not in self.right
@@ -43,9 +52,16 @@ class Union(Readable):
         self.a, self.b = a, b
 
     def lookup(self, relation: str, bound: Mapping[int, Value]) -> Iterable[tuple]:
+        if not self.b.has(relation):
+            return self.a.lookup(relation, bound)
+        if not self.a.has(relation):
+            return self.b.lookup(relation, bound)
         first = list(self.a.lookup(relation, bound))
         a = self.a
         return first + [row for row in self.b.lookup(relation, bound) if (relation, row) not in a]
 
     def __contains__(self, item: tuple[str, tuple]) -> bool:
         return item in self.a or item in self.b
+
+    def has(self, relation: str) -> bool:
+        return self.a.has(relation) or self.b.has(relation)

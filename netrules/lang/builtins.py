@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from netrules.facts import Value
+from netrules.lang import ast
 
 __all__ = ["Builtin", "BUILTINS", "register_builtin", "evaluate", "compare", "BuiltinError"]
 
@@ -144,8 +145,6 @@ def _arith(op: str, a: Value, b: Value) -> Value:
 
 def evaluate(term: object, binding: Mapping[str, Value]) -> Value:
     """The value of an expression under a variable binding (all its variables bound)."""
-    from netrules.lang import ast
-
     if isinstance(term, ast.Const):
         return term.value
     if isinstance(term, ast.Var):
