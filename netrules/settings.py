@@ -42,7 +42,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Event-log segments per streaming micro-batch (one segment is one collector tick)."),
     Setting("batch_events", 500,
             "--once: at most this many events per batch (a batch never spans two segments)."),
-    Setting("strategy", "psn", "Maintenance strategy: psn, dred or rematerialize."),
+    Setting("strategy", "auto", "Maintenance strategy: auto (psn, or a rebuild past the "
+            "crossover), psn, dred or rematerialize."),
     Setting("engine", "reference",
             "Who maintains the views: reference (in-process) or spark (views mirrored in Spark)."),
     Setting("max_derivations", 20_000,

@@ -21,9 +21,10 @@ __all__ = ["Engine"]
 
 
 class Engine:
-    """A program's views, maintained by ``strategy`` (``psn`` by default)."""
+    """A program's views, maintained by ``strategy`` (``auto`` by default: PSN, or a rebuild
+    past the crossover)."""
 
-    def __init__(self, plan: Plan, strategy: str = "psn", *, rng: random.Random | None = None
+    def __init__(self, plan: Plan, strategy: str = "auto", *, rng: random.Random | None = None
                  ) -> None:
         self.plan = plan
         self.strategy = strategies.get(strategy)

@@ -35,7 +35,7 @@ class RunOptions:
     store: str = "netrules.db"
     events_dir: str = "netrules-events"
     checkpoint: str | None = None
-    strategy: str = "psn"
+    strategy: str = "auto"
     engine: str = "reference"
     spark_master: str | None = None
     once: bool = False

@@ -39,7 +39,7 @@ __all__ = ["SparkEngine", "run_spark_batches"]
 class SparkEngine(Engine):
     """Engine whose views are mirrored in Spark; see the module docstring for the split."""
 
-    def __init__(self, plan: Plan, strategy: str = "psn", *, spark: SparkSession | None = None,
+    def __init__(self, plan: Plan, strategy: str = "auto", *, spark: SparkSession | None = None,
                  rng: random.Random | None = None, parts: int = 4,
                  checkpoint_every: int = 20) -> None:
         from netrules.engine.spark.fixpoint import check_spark_plan
@@ -128,7 +128,7 @@ def run_spark_batches(plan: Plan, facts: list[Fact], batches: list[list[tuple[st
                       strategy: str | None = None, rng: random.Random | None = None
                       ) -> list[dict[str, list[Fact]]]:
     """The CLI's ``eval --engine spark``: initial views from Spark, then maintained batches."""
-    engine = SparkEngine(plan, strategy or "psn", rng=rng)
+    engine = SparkEngine(plan, strategy or "auto", rng=rng)
     engine.pmap = PartitionMap.from_facts(facts, engine.parts)
     df, _ = spark_evaluate(engine.spark, plan, facts, parts=engine.parts, pmap=engine.pmap)
     initial: dict[str, list[Fact]] = {}
