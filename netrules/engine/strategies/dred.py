@@ -14,9 +14,10 @@ import random
 import time
 from collections.abc import Callable, Iterable
 
+from netrules.engine.aggregates import AggIndex
 from netrules.engine.firing import FactKey, fire, instances_for, negation_variants
 from netrules.engine.ledger import BaseLedger
-from netrules.engine.reference import Database, aggregate_rule, solve_body
+from netrules.engine.reference import Database, solve_body
 from netrules.engine.strategies.base import (
     BatchStats,
     Delta,
@@ -67,33 +68,72 @@ def _fire_changed(rule: ast.Rule, changed_pos: Minus, changed_neg: Minus, other:
                 yield row
 
 
-def _aggregate_changes(stratum: Stratum, I: Database, D: Database, A: Database
-                       ) -> tuple[set[FactKey], set[FactKey]]:
-    """(rows to overdelete, every row the aggregate rules now give) for the stratum.
+def _holds(rule: ast.Rule, b: dict, db: object) -> bool:
+    """Whether binding ``b`` (variables only) satisfies ``rule``'s body in ``db``."""
+    start = {k: v for k, v in b.items() if isinstance(k, str)}
+    return any(True for _ in solve_body(rule, db, neg=db, binding=start))
 
-    When any aggregate rule of a relation is touched, all aggregate rules of that relation
-    are recomputed, so a row one rule dropped but another still gives is rederived.
-    """
-    gone, now_rows = set(), set()
+
+def _binding_changes(rule: ast.Rule, I: Database, D: Database, A: Database
+                     ) -> tuple[list[dict], list[dict]]:
+    """Body bindings of ``rule`` that stopped holding and that started, found by firing the
+    rule from the changed facts only (the same delta positions as OVERDELETE and INSERT)."""
     new = Union(Minus(I, D), A)
-    agg_rules = [r for r in stratum.rules if r.head.aggregate()]
+    d_a, a_d = Minus(D, A), Minus(A, D)
+    out: list[dict[frozenset, dict]] = [{}, {}]
+    for idx, (changed_pos, changed_neg, other, check_in) in enumerate(
+            ((d_a, a_d, I, new), (a_d, d_a, new, I))):
+        atoms = rule.atoms()
+        firings = []
+        for i, a in enumerate(atoms):
+            if _has_rows(changed_pos, a.relation):
+                firings.append((rule, {j: (changed_pos if j == i else other)
+                                       for j in range(len(atoms))}))
+        for variant, pos in negation_variants(rule):
+            if _has_rows(changed_neg, variant.atoms()[pos].relation):
+                n = len(variant.atoms())
+                firings.append((variant, {j: (changed_neg if j == pos else other)
+                                          for j in range(n)}))
+        for r, reads in firings:
+            for b in solve_body(r, reads, neg=other):
+                key = frozenset(kv for kv in b.items() if isinstance(kv[0], str))
+                if key not in out[idx] and not _holds(rule, b, check_in):
+                    out[idx][key] = b
+    return list(out[0].values()), list(out[1].values())
 
-    def touched(rule: ast.Rule) -> bool:
+
+def _aggregate_changes(state: State, stratum: Stratum, I: Database, D: Database,
+                       A: Database) -> tuple[set[FactKey], set[FactKey], list[AggIndex]]:
+    """(rows to overdelete, rows to insert, the stratum's aggregate indexes), moving each
+    aggregate rule's groups by the bindings that changed (no rescan of unchanged groups)."""
+    indexes: dict[int, AggIndex] = state.extra.setdefault("aggregates", {})
+    gone, rows = set(), set()
+    used = []
+    for rule in stratum.rules:
+        if not rule.head.aggregate():
+            continue
+        ix = indexes.get(id(rule))
+        if ix is None:
+            ix = indexes[id(rule)] = AggIndex(rule)
+            ix.update((), solve_body(rule, I))  # first use: the old state's bindings
+        used.append(ix)
         body_rels = {a.relation for a in rule.atoms()} | {
             b.atom.relation for b in rule.body if isinstance(b, ast.Negation)}
-        return any(D.rel.get(r) or A.rel.get(r) for r in body_rels)
-
-    heads = {r.head.relation for r in agg_rules if touched(r)}
-    for rule in agg_rules:
-        if rule.head.relation not in heads:
+        if not any(D.rel.get(r) or A.rel.get(r) for r in body_rels):
             continue
+        removed, added = _binding_changes(rule, I, D, A)
+        keys = {ix._key_value(b)[0] for b in (*removed, *added)}
+        before = {k: ix.row(k) for k in keys}
+        ix.update(removed, added)
         rel = rule.head.relation
-        now = aggregate_rule(rule, solve_body(rule, new))
-        now_rows |= {(rel, r) for r in now}
-        if touched(rule):
-            old = aggregate_rule(rule, solve_body(rule, I))
-            gone |= {(rel, r) for r in old - now}
-    return gone, now_rows
+        for k in keys:
+            old, now = before[k], ix.row(k)
+            if old != now:
+                if old is not None:
+                    gone.add((rel, old))
+                if now is not None:
+                    rows.add((rel, now))
+    return gone, rows, used
 
 
 def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Database,
@@ -102,7 +142,7 @@ def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
     plain = [r for r in stratum.rules if not r.head.aggregate()]
     recursive = [r for r in plain if _recursive_positions(r, stratum)]
     d_minus_a, a_minus_d = Minus(D, A), Minus(A, D)
-    agg_gone, agg_rows = _aggregate_changes(stratum, I, D, A)
+    agg_gone, agg_rows, agg_ix = _aggregate_changes(state, stratum, I, D, A)
 
     # OVERDELETE (lines 45-51)
     n_d: set[FactKey] = set(agg_gone)
@@ -136,16 +176,12 @@ def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
     # REDERIVE (line 42): one step from surviving old facts
     n_a: set[FactKey] = set()
     surviving = Minus(I, Minus(D, A))
-    new_now = Union(Minus(I, D), A)  # lower strata are final: aggregate rows are too
     for rel in stratum.relations:
         deleted = [row for row in D.rel.get(rel, ()) if (rel, row) not in A]
-        if deleted and any(r.head.relation == rel and r.head.aggregate()
-                           for r in stratum.rules):
-            for r in stratum.rules:
-                if r.head.relation == rel and r.head.aggregate():
-                    agg_rows |= {(rel, x) for x in aggregate_rule(r, solve_body(r, new_now))}
         for row in deleted:
             if (rel, row) in agg_rows or any(
+                    ix.rule.head.relation == rel and ix.row(ix.key_of_row(row)) == row
+                    for ix in agg_ix) or any(
                     True for r in plain if r.head.relation == rel
                     for _ in instances_for(r, row, surviving, neg_old)):
                 n_a.add((rel, row))

@@ -1,0 +1,102 @@
+"""Aggregates maintained by deltas, not by rescans (paper 004 §4.2).
+
+Each aggregate rule keeps, per group, the multiset of values its distinct body bindings give:
+``a_COUNT`` and ``a_SUM`` are running totals moved by +1/-1 per binding, ``a_MIN``/``a_MAX``
+keep the extreme and rescan only *that group's* distinct values when the extreme itself goes.
+A batch feeds in the bindings that stopped holding and the ones that started; the groups they
+touch are the only ones whose head row can change.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from netrules.engine.reference import Binding
+from netrules.facts import Value, sort_key
+from netrules.lang import ast
+from netrules.lang.builtins import evaluate
+
+__all__ = ["AggIndex"]
+
+
+class _Group:
+    __slots__ = ("values", "count", "total", "extreme", "stale")
+
+    def __init__(self) -> None:
+        self.values: Counter[Value] = Counter()
+        self.count = 0
+        self.total: Value = 0
+        self.extreme: Value | None = None
+        self.stale = False  # the extreme left; recompute from this group's values
+
+
+class AggIndex:
+    """Per-group aggregate state of one rule ``h(..., a_F<V>, ...) :- body``."""
+
+    def __init__(self, rule: ast.Rule) -> None:
+        agg = rule.head.aggregate()
+        assert agg is not None
+        self.rule = rule
+        self.pos, self.agg = agg
+        self.groups: dict[tuple, _Group] = {}
+
+    def _key_value(self, b: Binding) -> tuple[tuple, Value]:
+        key = tuple(evaluate(t, b) for i, t in enumerate(self.rule.head.args) if i != self.pos)
+        value = b[self.agg.var.name] if self.agg.var else 1
+        return key, value
+
+    def result(self, key: tuple) -> Value | None:
+        g = self.groups.get(key)
+        if g is None or g.count == 0:
+            return None
+        func = self.agg.func
+        if func == "COUNT":
+            return g.count
+        if func == "SUM":
+            return g.total
+        return g.extreme
+
+    def row(self, key: tuple) -> tuple | None:
+        v = self.result(key)
+        if v is None:
+            return None
+        row = list(key)
+        row.insert(self.pos, v)
+        return tuple(row)
+
+    def key_of_row(self, row: tuple) -> tuple:
+        return tuple(x for i, x in enumerate(row) if i != self.pos)
+
+    def update(self, removed: Iterable[Binding], added: Iterable[Binding]) -> set[tuple]:
+        """Move the groups by the bindings that stopped and started holding; the touched keys."""
+        touched: set[tuple] = set()
+        smaller = self.agg.func == "MIN"
+        for sign, bindings in ((-1, removed), (1, added)):
+            for b in bindings:
+                key, value = self._key_value(b)
+                touched.add(key)
+                g = self.groups.get(key)
+                if g is None:
+                    g = self.groups[key] = _Group()
+                g.count += sign
+                if self.agg.func == "SUM":
+                    g.total += sign * value  # type: ignore[operator]
+                g.values[value] += sign
+                if g.values[value] <= 0:
+                    del g.values[value]
+                    if g.extreme == value:
+                        g.stale = True
+                elif sign > 0 and not g.stale and self.agg.func in ("MIN", "MAX") and (
+                        g.extreme is None or
+                        (sort_key(value) < sort_key(g.extreme)) == smaller):
+                    g.extreme = value
+        for key in touched:
+            g = self.groups[key]
+            if g.count <= 0:
+                del self.groups[key]
+            elif g.stale and self.agg.func in ("MIN", "MAX"):
+                pick = min if smaller else max
+                g.extreme = pick(g.values, key=sort_key)  # this group's values only
+                g.stale = False
+        return touched
