@@ -14,7 +14,8 @@ from netrules.facts import Fact, Value, format_value
 __all__ = [
     "Var", "Const", "ListExpr", "Call", "BinOp", "Neg", "Aggregate", "Term",
     "Atom", "Negation", "Assignment", "Comparison", "Literal",
-    "Rule", "Materialize", "Query", "Program", "variables_of",
+    "PathRel", "PathPlus", "PathStar", "PathInverse", "PathConcat", "PathUnion", "PathExpr",
+    "PathAtom", "Rule", "Materialize", "Query", "Program", "variables_of",
 ]
 
 _NOLOC = field(default=None, compare=False, repr=False)
@@ -128,9 +129,104 @@ class Atom:
         return Fact(self.relation, tuple(evaluate(a, {}) for a in self.args), self.locspec)
 
 
+# Path patterns (Regular Datalog) -------------------------------------------------------------
+# Printed in the surface syntax of ndlog.lark with the fewest parentheses that re-parse to the
+# same tree: union binds loosest, then concatenation, then the postfix operators.
+
+
+@dataclass(frozen=True)
+class PathRel:
+    """A relation name in a pattern: its first two arguments are the edge's endpoints."""
+
+    relation: str
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return self.relation
+
+
+@dataclass(frozen=True)
+class PathPlus:
+    """``e+``: one or more steps of ``e`` (transitive closure)."""
+
+    inner: PathExpr
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return f"{_path_operand(self.inner)}+"
+
+
+@dataclass(frozen=True)
+class PathStar:
+    """``e*``: zero or more steps of ``e``; zero steps relate a domain node to itself."""
+
+    inner: PathExpr
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return f"{_path_operand(self.inner)}*"
+
+
+@dataclass(frozen=True)
+class PathInverse:
+    """``e-``: ``e`` walked backwards (the paper's e⁻)."""
+
+    inner: PathExpr
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return f"{_path_operand(self.inner)}-"
+
+
+@dataclass(frozen=True)
+class PathConcat:
+    """``e1 . e2 . ...``: a path of ``e1`` followed by one of ``e2`` ..."""
+
+    parts: tuple[PathExpr, ...]
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return " . ".join(f"({p})" if isinstance(p, PathUnion) else str(p) for p in self.parts)
+
+
+@dataclass(frozen=True)
+class PathUnion:
+    """``e1 | e2 | ...``: a path of any alternative."""
+
+    parts: tuple[PathExpr, ...]
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        return " | ".join(map(str, self.parts))
+
+
+PathExpr = PathRel | PathPlus | PathStar | PathInverse | PathConcat | PathUnion
+
+
+def _path_operand(e: PathExpr) -> str:
+    return f"({e})" if isinstance(e, PathConcat | PathUnion) else str(e)
+
+
+@dataclass(frozen=True)
+class PathAtom:
+    """``<pattern>(X, Y)`` in a rule body; compiled away by ``patterns.compile_patterns``.
+
+    ``locspec`` is 0 when the user wrote ``@`` on the first endpoint (allowed, never needed).
+    """
+
+    pattern: PathExpr
+    args: tuple[Term, ...]
+    locspec: int | None = None
+    loc: SourceLoc | None = _NOLOC
+
+    def __str__(self) -> str:
+        parts = [("@" if i == self.locspec else "") + str(a) for i, a in enumerate(self.args)]
+        return f"<{self.pattern}>({','.join(parts)})"
+
+
 @dataclass(frozen=True)
 class Negation:
-    atom: Atom
+    atom: Atom | PathAtom
     loc: SourceLoc | None = _NOLOC
 
     def __str__(self) -> str:
@@ -160,7 +256,7 @@ class Comparison:
         return f"{self.left}{self.op}{self.right}"
 
 
-Literal = Atom | Negation | Assignment | Comparison
+Literal = Atom | PathAtom | Negation | Assignment | Comparison
 
 
 @dataclass(frozen=True)
@@ -208,7 +304,13 @@ class Query:
 
 @dataclass(frozen=True)
 class Program:
-    """A parsed program: rules (bodied), ground facts, table declarations and queries."""
+    """A parsed program: rules (bodied), ground facts, table declarations and queries.
+
+    ``rules`` never hold path patterns: the front end compiles them into plain rules over
+    auxiliary relations (``patterns``: name -> the pattern it holds). ``written`` keeps the rules
+    as the user wrote them, so printing a program shows its patterns and re-parses to an equal
+    program.
+    """
 
     rules: tuple[Rule, ...]
     facts: tuple[Fact, ...] = ()
@@ -216,10 +318,12 @@ class Program:
     queries: tuple[Query, ...] = ()
     file: str = field(default="<program>", compare=False)
     source: str = field(default="", compare=False, repr=False)
+    written: tuple[Rule, ...] = field(default=(), compare=False, repr=False)
+    patterns: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     def __str__(self) -> str:
         out = [str(m) for m in self.materialized]
-        out += [str(r) for r in self.rules]
+        out += [str(r) for r in (self.written or self.rules)]
         out += [f"{f}." for f in self.facts]
         out += [str(q) for q in self.queries]
         return "\n".join(out) + "\n"
@@ -253,7 +357,7 @@ def variables_of(term: object) -> set[str]:
         return variables_of(term.operand)
     if isinstance(term, Aggregate):
         return variables_of(term.var) if term.var else set()
-    if isinstance(term, Atom):
+    if isinstance(term, Atom | PathAtom):
         out = set()
         for t in term.args:
             out |= variables_of(t)

@@ -130,6 +130,45 @@ class _ToAst(Transformer):
             terms.append(term)
         return ast.Atom(str(name_tok), tuple(terms), locspec, self._loc(meta))
 
+    # path patterns ----------------------------------------------------------------------
+    def path_atom(self, meta, items):
+        pattern, *args = items
+        args = [a for a in args if a is not None]
+        locspec = None
+        for i, (has_at, term, at_tok) in enumerate(args):
+            if isinstance(term, ast.Aggregate):
+                raise _Diag("an aggregate cannot be an endpoint of a path pattern", *_pos(term))
+            if has_at:
+                if i != 0:
+                    raise _Diag("in a path pattern '@' can only mark the first endpoint: the "
+                                "pattern's relations are located at their source node",
+                                at_tok.line, at_tok.column)
+                locspec = 0
+        return ast.PathAtom(pattern, tuple(t for _, t, _ in args), locspec, self._loc(meta))
+
+    def path_rel(self, meta, items):
+        return ast.PathRel(str(items[0]), self._tok_loc(items[0]))
+
+    def path_union(self, meta, items):
+        left, right = items
+        parts = (left.parts if isinstance(left, ast.PathUnion) else (left,)) + (right,)
+        return ast.PathUnion(parts, self._loc(meta))
+
+    def path_concat(self, meta, items):
+        left, right = items
+        parts = (left.parts if isinstance(left, ast.PathConcat) else (left,))
+        parts += right.parts if isinstance(right, ast.PathConcat) else (right,)
+        return ast.PathConcat(parts, self._loc(meta))
+
+    def path_plus(self, meta, items):
+        return ast.PathPlus(items[0], self._loc(meta))
+
+    def path_star(self, meta, items):
+        return ast.PathStar(items[0], self._loc(meta))
+
+    def path_inverse(self, meta, items):
+        return ast.PathInverse(items[0], self._loc(meta))
+
     def arg(self, meta, items):
         if len(items) == 1:  # aggregate
             return (False, items[0], None)
@@ -225,7 +264,9 @@ def _catalogue_parse():
 
 def _syntax_error(text: str, file: str, err: UnexpectedInput) -> NdlogSyntaxError:
     try:
-        label = err.match_examples(_catalogue_parse(), SYNTAX_ERRORS, use_accepts=True)
+        # same state, same token type beats same state only: many labels share a state
+        label = err.match_examples(_catalogue_parse(), SYNTAX_ERRORS, use_accepts=True,
+                                   token_type_match_fallback=True)
     except Exception:  # a catalogue problem must never hide the user's error
         label = None
     line = getattr(err, "line", None) or 1
@@ -281,10 +322,12 @@ def _parse_statements(text: str, file: str) -> list:
 def parse_program(text: str, file: str = "<program>") -> ast.Program:
     """Parse and check an NDlog program; raise NdlogSyntaxError or ProgramError, never half-load.
 
-    Ground rules with no body become facts; ``check.check_program`` normalises ``=`` and
-    verifies safety, arities and location specifiers.
+    Ground rules with no body become facts; path patterns (``<r+>(X,Y)``) are compiled into
+    plain rules (``patterns.compile_patterns``); ``check.check_program`` then normalises ``=``
+    and verifies safety, arities and location specifiers.
     """
     from netrules.lang.check import check_program
+    from netrules.lang.patterns import compile_patterns
 
     stmts = _parse_statements(text, file)
     rules, facts, mats, queries = [], [], [], []
@@ -307,7 +350,7 @@ def parse_program(text: str, file: str = "<program>") -> ast.Program:
         raise ProgramError(f"{len(diags)} error(s) in {file}", diagnostics=diags,
                            code=diags[0].code)
     program = ast.Program(tuple(rules), tuple(facts), tuple(mats), tuple(queries), file, text)
-    return check_program(program)
+    return check_program(compile_patterns(program))
 
 
 def _check_ground(atom: ast.Atom) -> None:

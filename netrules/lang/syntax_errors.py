@@ -17,6 +17,7 @@ SYNTAX_ERRORS: list[tuple[str, list[str]]] = [
         "p(@X) :- q(@X)\nr(@X) :- s(@X).",
     ]),
     ("unclosed parenthesis", [
+        "p(X,Y) :- <(r . s>(X,Y).",
         "p(@X :- q(@X).",
         "p(@X) :- q(@X.",
         "p(@X) :- q(@X, Y.",
@@ -87,5 +88,44 @@ SYNTAX_ERRORS: list[tuple[str, list[str]]] = [
     ]),
     ("unterminated comment", [
         "/* p(@X) :- q(@X).",
+    ]),
+    # path patterns (docs/patterns.md): <pattern>(X, Y) in rule bodies only
+    ("a path pattern is closed with '>' before its endpoints, e.g. <r+>(X, Y)", [
+        "p(X,Y) :- <r+(X,Y).",
+        "p(X,Y) :- <r . s(X,Y).",
+        "p(X,Y) :- <r(X,Y).",
+        "p(X,Y) :- <(r | s)*(X,Y).",
+    ]),
+    ("inside a path pattern, union is written r | s and concatenation r . s "
+     "(a '+' right after a name is closure)", [
+        "p(X,Y) :- <r + s>(X,Y).",
+        "p(X,Y) :- <r s>(X,Y).",
+        "p(X,Y) :- <r- s>(X,Y).",
+        "p(X,Y) :- <r* s>(X,Y).",
+        "p(X,Y) :- <(r | s) t>(X,Y).",
+    ]),
+    ("a path pattern is built from relation names (lower-case) with postfix r+, r*, r- "
+     "and infix r . s, r | s", [
+        "p(X,Y) :- <+r>(X,Y).",
+        "p(X,Y) :- <-r>(X,Y).",
+        "p(X,Y) :- <*r>(X,Y).",
+        "p(X,Y) :- <>(X,Y).",
+        "p(X,Y) :- <R+>(X,Y).",
+        "p(X,Y) :- <r | >(X,Y).",
+        "p(X,Y) :- <r . . s>(X,Y).",
+        "p(X,Y) :- <r | +s>(X,Y).",
+        "p(X,Y) :- <(+r)>(X,Y).",
+    ]),
+    ("a path pattern is followed by its two endpoints in parentheses, e.g. <r+>(X, Y)", [
+        "p(X,Y) :- <r+>.",
+        "p(X,Y) :- <r+> X, Y.",
+        "p(X,Y) :- <r+>, q(X,Y).",
+    ]),
+    ("a path pattern can only appear in a rule body", [
+        "<r+>(X,Y) :- q(X,Y).",
+        "<r+>(a,b).",
+        "?- <r+>(a,X).",
+        "p(X,Y) :- q(X,Y), X := <r+>(X,Y).",
+        "p(X,Y) :- q(X,Y), X == <r+>(X,Y).",
     ]),
 ]
