@@ -21,7 +21,8 @@ _lock = threading.Lock()
 def get_spark(master: str | None = None, app_name: str = "netrules") -> SparkSession:
     """A SparkSession tuned for small, latency-bound work: UI off, few shuffle partitions."""
     master = master or os.environ.get("NETRULES_SPARK_MASTER", "local[2]")
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # bind to loopback unless told
+    driver_host = os.environ.get("NETRULES_DRIVER_HOST", "127.0.0.1")
+    os.environ.setdefault("SPARK_LOCAL_IP", driver_host)  # bind to loopback unless told
     with _lock:
         builder = (
             SparkSession.builder.master(master)
@@ -32,8 +33,11 @@ def get_spark(master: str | None = None, app_name: str = "netrules") -> SparkSes
             .config("spark.default.parallelism", "2")
             .config("spark.sql.adaptive.enabled", "false")
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.host", "127.0.0.1")
+            # loopback unless told: a real cluster sets NETRULES_DRIVER_HOST to an address
+            # its executors can reach (docs/deploy.md)
+            .config("spark.driver.bindAddress", os.environ.get("NETRULES_DRIVER_BIND",
+                                                               driver_host))
+            .config("spark.driver.host", driver_host)
             .config("spark.python.worker.reuse", "true")
             .config("spark.driver.memory", os.environ.get("NETRULES_DRIVER_MEMORY", "4g"))
         )

@@ -1,0 +1,118 @@
+"""Scale-out: the end-to-end run and the Spark evaluator on a real standalone cluster give
+exactly what local mode and the reference evaluator give.
+
+Why a subprocess for the cluster driver: a Python process holds one SparkContext, and the rest
+of the suite shares a session-scoped ``local[2]`` one; the cluster driver therefore runs in its
+own interpreter (this file, run as a script) and reports back as JSON. It drives the real CLI
+(``netrules run ... --spark-master spark://...``) and then ``spark_evaluate`` in the same
+session, whose ``applyInPandas`` rounds import ``netrules`` inside the executors' Python
+workers. The store is written by the driver, so the cluster needs no access to it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+RUN_ARGS = ["run", "reachability", "--simulate", "ring:8", "--fail-link", "n1", "n2",
+            "--engine", "spark", "--once"]
+DRIVER_TIMEOUT_S = 240
+
+
+def _cluster_driver(master: str, store: str, events: str, out: str) -> None:
+    """Runs in the subprocess: the CLI on the cluster, then spark_evaluate vs the reference."""
+    from pyspark.sql import SparkSession
+
+    from netrules import programs
+    from netrules.cli import main
+    from netrules.engine.reference import evaluate_program
+    from netrules.engine.session import get_spark
+    from netrules.engine.spark.fixpoint import frame_facts, spark_evaluate
+    from netrules.plan import plan_program
+    from topologies import link_facts, load_topology
+
+    t0 = time.perf_counter()
+    main([*RUN_ARGS, "--store", store, "--events-dir", events, "--spark-master", master],
+         standalone_mode=False)
+    run_s = time.perf_counter() - t0
+    spark = SparkSession.getActiveSession() or get_spark(master)
+    sc = spark.sparkContext
+    plan = plan_program(programs.load("reachability"))
+    facts = link_facts(load_topology("ring:8"))
+    df, stats = spark_evaluate(spark, plan, facts, parts=2)
+    got: dict[str, list] = {}
+    for f in frame_facts(df, plan):
+        got.setdefault(f.relation, []).append(list(f.args))
+    want = {r: sorted(list(f.args) for f in fs)
+            for r, fs in evaluate_program(plan, facts).items() if fs}
+    # which executors ran the Python workers (proves the work left the driver)
+    # (a Python worker's cwd is its executor's directory under the worker's work dir)
+    execs = sorted(set(sc.parallelize(range(16), 8).map(
+        lambda _: __import__("os").getcwd()).collect()))
+    Path(out).write_text(json.dumps({
+        "master": sc.master,
+        "executors": [e.host() for e in sc._jsc.sc().statusTracker().getExecutorInfos()],
+        "task_dirs": execs,
+        "run_s": run_s,
+        "rounds": stats.rounds,
+        "spark_jobs": stats.spark_jobs,
+        "spark_equal_reference": {r: sorted(v) for r, v in got.items()} == want,
+        "view_sizes": {r: len(v) for r, v in want.items()},
+    }))
+    spark.stop()
+
+
+def test_standalone_cluster_matches_local(standalone_cluster, spark, tmp_path: Path) -> None:
+    """Same CLI run on 2 workers and in local mode: identical store views; spark_evaluate on
+    the cluster equals the reference evaluator."""
+    from click.testing import CliRunner
+
+    from netrules.cli import main
+    from netrules.store import open_store
+
+    out = tmp_path / "driver.json"
+    cluster_store = tmp_path / "cluster.db"
+    # the cluster driver and the local run overlap: each mostly waits on its own JVM
+    with subprocess.Popen(
+            [sys.executable, __file__, standalone_cluster.master, str(cluster_store),
+             str(tmp_path / "events-cluster"), str(out)],
+            env=standalone_cluster.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True) as proc:
+        try:
+            local_store = tmp_path / "local.db"
+            res = CliRunner().invoke(main, [*RUN_ARGS, "--store", str(local_store),
+                                            "--events-dir", str(tmp_path / "events-local"),
+                                            "--spark-master", "local[2]"])
+            output, _ = proc.communicate(timeout=DRIVER_TIMEOUT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert res.exit_code == 0, res.output
+    assert proc.returncode == 0, (f"cluster driver failed:\n{output[-3000:]}\n"
+                                  f"{standalone_cluster.log_tail()}")
+    report = json.loads(out.read_text())
+    print("cluster driver:", json.dumps(report))
+    assert report["master"] == standalone_cluster.master
+    assert len(report["executors"]) == 1 + 2  # the driver and one executor per worker
+    work = str(standalone_cluster.work)
+    assert len(report["task_dirs"]) == 2, report  # tasks ran in both workers' executors
+    assert all(d.startswith(work) for d in report["task_dirs"]), report
+    assert report["spark_equal_reference"], report
+
+    cluster_views = open_store(str(cluster_store), read_only=True).snapshot()
+    local_views = open_store(str(local_store), read_only=True).snapshot()
+    assert cluster_views == local_views
+    # ring:8 minus one bidirectional link is a line: 8 nodes all still reach each other
+    assert len(cluster_views["reachable"]) == 64
+    assert len(cluster_views["link"]) == 14
+
+
+if __name__ == "__main__":
+    _cluster_driver(*sys.argv[1:5])
