@@ -22,7 +22,8 @@ from netrules.lang.builtins import BuiltinError, compare, evaluate
 from netrules.lang.check import schedule_body
 from netrules.plan import Plan, plan_program
 
-__all__ = ["Database", "evaluate_program", "solve_body", "head_fact", "aggregate_rule"]
+__all__ = ["Database", "evaluate_program", "solve_body", "head_fact", "aggregate_rule",
+           "iterate_stratum", "derivation_counts"]
 
 Binding = dict[str, Value]
 
@@ -248,6 +249,49 @@ def aggregate_rule(rule: ast.Rule, bindings: Iterable[Binding]) -> set[tuple[Val
     return out
 
 
+class _Overlay:
+    """Reads ``top`` for the hidden relations and ``lower`` for every other one."""
+
+    def __init__(self, lower: Any, top: Database, hidden: frozenset[str]) -> None:
+        self.lower, self.top, self.hidden = lower, top, hidden
+
+    def lookup(self, relation: str, bound: Mapping[int, Value]) -> Iterable[tuple]:
+        src = self.top if relation in self.hidden else self.lower
+        return src.lookup(relation, bound)
+
+    def __contains__(self, item: tuple[str, tuple]) -> bool:
+        return item in (self.top if item[0] in self.hidden else self.lower)
+
+    def has(self, relation: str) -> bool:
+        src = self.top if relation in self.hidden else self.lower
+        return src.has(relation) if hasattr(src, "has") else True
+
+
+def iterate_stratum(stratum: Any, lower: Any, *, max_iterations: int = 10_000
+                    ) -> tuple[Database, int]:
+    """An iterated stratum's meaning: apply all its rules at once to the previous result,
+    starting from nothing, until the result repeats (Jacobi iteration). With positive link
+    costs, path-vector routing over neighbours' best routes settles on the unique solution,
+    where every best route extends a neighbour's best route. Returns (facts, iterations)."""
+    cur = Database()
+    for it in range(1, max_iterations + 1):
+        view = _Overlay(lower, cur, stratum.relations)
+        new = Database()
+        for rule in stratum.rules:
+            if rule.head.aggregate():
+                rows = aggregate_rule(rule, solve_body(rule, view))
+            else:
+                rows = {head_fact(rule, b) for b in solve_body(rule, view)}
+            for row in rows:
+                new.add(rule.head.relation, row)
+        if all(new.rel.get(r, set()) == cur.rel.get(r, set()) for r in stratum.relations):
+            return cur, it
+        cur = new
+    raise EvalError(f"relations {', '.join(sorted(stratum.relations))} recurse through an "
+                    f"aggregate and did not settle after {max_iterations} iterations (does a "
+                    "cycle of zero or negative costs keep improving?)")
+
+
 def evaluate_program(program: ast.Program | Plan, facts: Iterable[Fact] = (),
                      *, max_facts: int = 5_000_000) -> dict[str, list[Fact]]:
     """The least model of the program over ``facts`` (plus its own), relation -> sorted facts.
@@ -261,6 +305,12 @@ def evaluate_program(program: ast.Program | Plan, facts: Iterable[Fact] = (),
         db.add(f.relation, f.args)
     total = sum(len(v) for v in db.rel.values())
     for stratum in plan.strata:
+        if stratum.iterated:
+            facts_of, _ = iterate_stratum(stratum, db)
+            for rel, rows in facts_of.rel.items():
+                for row in rows:
+                    db.add(rel, row)
+            continue
         for rule in (r for r in stratum.rules if r.head.aggregate()):
             for row in aggregate_rule(rule, solve_body(rule, db)):
                 db.add(rule.head.relation, row)

@@ -53,6 +53,8 @@ class Plan:
                 kind.append("aggregates")
             if s.negation:
                 kind.append("negation")
+            if s.iterated:
+                kind.append("iterated: recursion through an aggregate")
             out.append(f"stratum {s.index}: {', '.join(sorted(s.relations))} "
                        f"({', '.join(kind)})")
             for r in s.rules:

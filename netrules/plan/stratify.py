@@ -2,8 +2,9 @@
 
 A rule ``h :- ..., b, ..., not n`` gives edges b -> h and n -> h; the edge is *strict* when it
 goes through negation or when h's rule aggregates (its result must see all of b first). A cycle
-through a strict edge has no stratified meaning, and the error points at every strict literal
-on it, as Soufflé's ErrorReport does.
+through negation has no meaning here, and the error points at every negated literal on it, as
+Soufflé's ErrorReport does. A cycle through an aggregate (recursion through ``a_MIN``, the
+path-vector program Soufflé and DDlog refuse) is accepted as an *iterated* stratum.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class Stratum:
     relations: frozenset[str]
     rules: tuple[ast.Rule, ...]
     recursive: bool
+    iterated: bool = False
+    """Recursion runs through an aggregate (path vector over neighbours' best routes): the
+    stratum means the fixpoint of applying all its rules at once, from empty, over and over
+    (see ``engine.reference.iterate_stratum``)."""
 
     @property
     def aggregates(self) -> bool:
@@ -66,19 +71,19 @@ def stratify(rules: tuple[ast.Rule, ...], source: str = "") -> list[Stratum]:
     for comp in cond.nodes:
         members = cond.nodes[comp]["members"]
         sub = g.subgraph(members)
-        bad = [(u, v, d) for u, v, d in sub.edges(data=True) if d["strict"]]
+        bad = [(u, v, d) for u, v, d in sub.edges(data=True)
+               if any(why == "negated" for _, why, _ in d["sites"])]
         if bad:
             names = ", ".join(sorted(members))
             notes: list[tuple[SourceLoc | None, str]] = []
             for u, _v, d in bad:
-                for loc, why, head in d["sites"]:
+                for loc, why, head in (x for x in d["sites"] if x[1] == "negated"):
                     notes.append((loc, f"{u} is {why} in a rule for {head}, which depends on {u}"))
             notes.sort(key=lambda n: (n[0].line, n[0].column) if n[0] else (0, 0))
             first = notes[0][0] if notes else None
             diags.append(Diagnostic(
                 "UNSTRATIFIABLE",
-                f"unable to stratify relation(s) {{{names}}}: recursion through "
-                f"{'negation' if any(w == 'negated' for _, _, d in bad for _, w, _ in d['sites']) else 'aggregation'}",
+                f"unable to stratify relation(s) {{{names}}}: recursion through negation",
                 first, tuple(notes), source=source))
     if diags:
         raise PlanError(diags[0].message, diagnostics=diags, code="UNSTRATIFIABLE")
@@ -91,5 +96,7 @@ def stratify(rules: tuple[ast.Rule, ...], source: str = "") -> list[Stratum]:
         comp_rules = tuple(r for r in rules if r.head.relation in members)
         recursive = len(members) > 1 or any(
             a.relation in members for r in comp_rules for a in r.atoms())
-        strata.append(Stratum(len(strata), members, comp_rules, recursive))
+        iterated = any(r.head.aggregate() and any(a.relation in members for a in r.atoms())
+                       for r in comp_rules)
+        strata.append(Stratum(len(strata), members, comp_rules, recursive, iterated))
     return strata

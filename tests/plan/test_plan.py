@@ -22,12 +22,13 @@ def test_unstratifiable_negation_names_the_cycle_and_points_at_literals() -> Non
     assert "neg.ndlog:1:17" in err.render()
 
 
-def test_unstratifiable_aggregation() -> None:
-    text = "d(@S,D,a_MIN<C>) :- link(@S,D,C).\nd(@S,D,a_MIN<C>) :- link(@S,Z,C1), d(@Z,D,C2), C := C1+C2."
-    with pytest.raises(PlanError) as ei:
-        plan_program(parse_program(text))
-    assert ei.value.code == "UNSTRATIFIABLE"
-    assert "aggregation" in ei.value.diagnostics[0].message
+def test_recursion_through_aggregation_is_an_iterated_stratum() -> None:
+    text = ("d(@S,D,a_MIN<C>) :- link(@S,D,C).\n"
+            "d(@S,D,a_MIN<C>) :- link(@S,Z,C1), d(@Z,D,C2), C := C1+C2.")
+    plan = plan_program(parse_program(text))
+    (st,) = [s for s in plan.strata if "d" in s.relations]
+    assert st.iterated and st.aggregates
+    assert "iterated" in plan.describe()
 
 
 def test_strata_order_and_flags() -> None:

@@ -52,6 +52,11 @@ class SparkRunStats:
 
 def check_spark_plan(plan: Plan) -> None:
     """Refuse what the partitioned evaluator cannot do exactly."""
+    for st in plan.strata:
+        if st.iterated:
+            raise EngineError(f"{', '.join(sorted(st.relations))} recurse through an aggregate; "
+                              "the Spark engine does not run iterated strata yet: use the "
+                              "default engine (--engine reference)")
     for r in plan.rules:
         agg = r.head.aggregate()
         if not agg:
