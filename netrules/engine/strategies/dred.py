@@ -204,9 +204,18 @@ def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
                 n_a.add((rel, row))
                 stats.rederived += 1
 
-    # INSERT (lines 52-58)
-    new = Union(Minus(I, D), A)
     n_a |= agg_rows
+    insert_phase(stratum, I, D, A, n_a, stats)
+
+
+def insert_phase(stratum: Stratum, I: Database, D: Database, A: Database, n_a: set[FactKey],
+                 stats: BatchStats) -> None:
+    """INSERT (Algorithm 4, lines 52-58): seeds ``n_a`` plus every instance with a positive
+    atom newly added or a negated atom newly deleted below, then semi-naively to a fixpoint
+    over the new state ``(I \\ D) ∪ A``. Shared with FBF (Algorithm 5, line 65)."""
+    plain = [r for r in stratum.rules if not r.head.aggregate()]
+    recursive = [r for r in plain if _recursive_positions(r, stratum)]
+    new = Union(Minus(I, D), A)
     for rule in plain:
         for row in _fire_changed(rule, Minus(A, D), Minus(D, A), new, new):
             n_a.add((rule.head.relation, row))
