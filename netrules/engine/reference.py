@@ -23,7 +23,7 @@ from netrules.lang.check import schedule_body
 from netrules.plan import Plan, plan_program
 
 __all__ = ["Database", "evaluate_program", "solve_body", "head_fact", "aggregate_rule",
-           "iterate_stratum", "derivation_counts"]
+           "iterate_stratum", "evaluate_stratum", "derivation_counts"]
 
 Binding = dict[str, Value]
 
@@ -292,6 +292,47 @@ def iterate_stratum(stratum: Any, lower: Any, *, max_iterations: int = 10_000
                     "cycle of zero or negative costs keep improving?)")
 
 
+def evaluate_stratum(stratum: Any, db: Database, *, max_facts: int = 5_000_000) -> None:
+    """Add one stratum's facts to ``db`` (which holds every lower stratum, complete)."""
+    if stratum.iterated:
+        facts_of, _ = iterate_stratum(stratum, db)
+        for rel, rows in facts_of.rel.items():
+            for row in rows:
+                db.add(rel, row)
+        return
+    for rule in (r for r in stratum.rules if r.head.aggregate()):
+        for row in aggregate_rule(rule, solve_body(rule, db)):
+            db.add(rule.head.relation, row)
+    plain = [r for r in stratum.rules if not r.head.aggregate()]
+    delta = Database()
+    for rule in plain:
+        rows = [head_fact(rule, b) for b in solve_body(rule, db)]
+        for row in rows:
+            if db.add(rule.head.relation, row):
+                delta.add(rule.head.relation, row)
+    total = sum(len(v) for v in db.rel.values())
+    while stratum.recursive and any(delta.rel.values()):
+        total += sum(len(v) for v in delta.rel.values())
+        if total > max_facts:
+            raise EvalError(f"more than {max_facts} facts derived: does a recursive rule "
+                            "build ever longer lists without an f_member check?")
+        new = Database()
+        for rule in plain:
+            atoms = rule.atoms()
+            for i, a in enumerate(atoms):
+                if a.relation not in stratum.relations or not delta.rel.get(a.relation):
+                    continue
+                read = {j: (delta if j == i else db) for j in range(len(atoms))}
+                for b in solve_body(rule, read, neg=db):
+                    row = head_fact(rule, b)
+                    if (rule.head.relation, row) not in db:
+                        new.add(rule.head.relation, row)
+        for rel, rows in new.rel.items():
+            for row in rows:
+                db.add(rel, row)
+        delta = new
+
+
 def evaluate_program(program: ast.Program | Plan, facts: Iterable[Fact] = (),
                      *, max_facts: int = 5_000_000) -> dict[str, list[Fact]]:
     """The least model of the program over ``facts`` (plus its own), relation -> sorted facts.
@@ -303,44 +344,8 @@ def evaluate_program(program: ast.Program | Plan, facts: Iterable[Fact] = (),
     db = Database(plan.program.facts)
     for f in facts:
         db.add(f.relation, f.args)
-    total = sum(len(v) for v in db.rel.values())
     for stratum in plan.strata:
-        if stratum.iterated:
-            facts_of, _ = iterate_stratum(stratum, db)
-            for rel, rows in facts_of.rel.items():
-                for row in rows:
-                    db.add(rel, row)
-            continue
-        for rule in (r for r in stratum.rules if r.head.aggregate()):
-            for row in aggregate_rule(rule, solve_body(rule, db)):
-                db.add(rule.head.relation, row)
-        plain = [r for r in stratum.rules if not r.head.aggregate()]
-        delta = Database()
-        for rule in plain:
-            rows = [head_fact(rule, b) for b in solve_body(rule, db)]
-            for row in rows:
-                if db.add(rule.head.relation, row):
-                    delta.add(rule.head.relation, row)
-        while stratum.recursive and any(delta.rel.values()):
-            total += sum(len(v) for v in delta.rel.values())
-            if total > max_facts:
-                raise EvalError(f"more than {max_facts} facts derived: does a recursive rule "
-                                "build ever longer lists without an f_member check?")
-            new = Database()
-            for rule in plain:
-                atoms = rule.atoms()
-                for i, a in enumerate(atoms):
-                    if a.relation not in stratum.relations or not delta.rel.get(a.relation):
-                        continue
-                    read = {j: (delta if j == i else db) for j in range(len(atoms))}
-                    for b in solve_body(rule, read, neg=db):
-                        row = head_fact(rule, b)
-                        if (rule.head.relation, row) not in db:
-                            new.add(rule.head.relation, row)
-            for rel, rows in new.rel.items():
-                for row in rows:
-                    db.add(rel, row)
-            delta = new
+        evaluate_stratum(stratum, db, max_facts=max_facts)
     return {rel: db.facts(rel, plan.locspec.get(rel, 0)) for rel in sorted(db.rel) if db.rel[rel]}
 
 

@@ -21,7 +21,7 @@ from netrules.plan import Plan
 __all__ = ["name", "materialize", "apply", "explain", "THRESHOLD"]
 
 name = "auto"
-THRESHOLD = 0.25
+THRESHOLD = 0.15
 
 
 def materialize(plan: Plan, facts: Iterable[Fact] = (), *,

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 from netrules.engine.firing import FactKey, body_facts, fire, instances_for
 from netrules.engine.ledger import BaseLedger
-from netrules.engine.reference import Database
+from netrules.engine.reference import Database, evaluate_stratum
 from netrules.engine.strategies import dred
 from netrules.engine.strategies.base import (
     BatchStats,
@@ -202,10 +202,49 @@ def _stratum_fn(stratum: Stratum):
 
 def materialize(plan: Plan, facts: Iterable[Fact] = (), *, rng: random.Random | None = None,
                 k: int = DEFAULT_K) -> State:
+    """From scratch, with ranks and supports recorded on the way: semi-naive rounds over one
+    database (no deletion bookkeeping to layer views for), each derivation kept as a support
+    while its body ranks stay below the head's."""
     state = State(plan, Database(), BaseLedger(), name, rng)
-    state.extra["supports"] = _Supports(k)
-    state.extra["rule_index"] = {id(r): i for i, r in enumerate(plan.rules)}
-    apply(state, [("+", f) for f in [*plan.program.facts, *facts]])
+    sup = state.extra["supports"] = _Supports(k)
+    rule_index = state.extra["rule_index"] = {id(r): i for i, r in enumerate(plan.rules)}
+    all_facts = [*plan.program.facts, *facts]
+    state.ledger.apply([("+", f) for f in all_facts])
+    db = state.db
+    for f in state.ledger.present():
+        db.add(f.relation, f.args)
+    for stratum in plan.strata:
+        if not _eligible(stratum):
+            evaluate_stratum(stratum, db)
+            continue
+        rels = stratum.relations
+        delta: Database | None = None  # None: the first round reads everything
+        while delta is None or any(delta.rel.values()):
+            new = Database()
+            for rule in stratum.rules:
+                atoms = rule.atoms()
+                positions = [None] if delta is None else [
+                    i for i, a in enumerate(atoms) if delta.rel.get(a.relation)]
+                for i in positions:
+                    reads = db if i is None else {j: (delta if j == i else db)
+                                                  for j in range(len(atoms))}
+                    found = list(fire(rule, reads, db))
+                    for row, b in found:
+                        h = (rule.head.relation, row)
+                        body = body_facts(rule, b)
+                        r = 1 + max((sup.rank.get(y, 0) for y in body if y[0] in rels),
+                                    default=0)
+                        support = (rule_index[id(rule)], body)
+                        if h in db:
+                            if r <= sup.rank.get(h, 0):
+                                sup.add(h, support)
+                            continue
+                        db.add(*h)
+                        new.add(*h)
+                        sup.rank[h] = r
+                        sup.set(h, [support])
+            delta = new
+    state.extra["records"] = sup.records
     return state
 
 
