@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--out", default=None)
     ap.add_argument("--plot", default=None, help="write a PNG plot here (needs matplotlib)")
+    ap.add_argument("--doc", action="store_true",
+                    help="regenerate the crossover section of docs/benchmarks.md")
     args = ap.parse_args(argv)
 
     from netrules import programs
@@ -60,9 +62,29 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"fraction": frac, "links": k, "seconds": times, "best": best})
         print(f"{frac:>8.1%} {k:>6} " + " ".join(f"{times[n]:>13.3f}s" for n in names)
               + f"  {best}", flush=True)
+    worst = None
     if "auto" in names:
         worst = max(r["seconds"]["auto"] / min(r["seconds"].values()) for r in rows)
         print(f"auto / best, worst point: {worst:.2f}x")
+    if args.doc:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from doc import replace_section
+
+        md = [f"## Crossover: maintenance vs rematerialisation on `{args.topology}`", "",
+              f"Regenerate: `python bench/crossover.py {' '.join(argv or sys.argv[1:])}`. "
+              "All links of each fraction deleted in one batch from a fresh state; batch "
+              "time per strategy, same run.", "",
+              "| deleted | links | " + " | ".join(names) + " | best |",
+              "|---|---|" + "---|" * len(names) + "---|"]
+        for r in rows:
+            md.append(f"| {r['fraction']:.1%} | {r['links']} | " + " | ".join(
+                f"{r['seconds'][n]:.3f} s" for n in names) + f" | {r['best']} |")
+        if worst is not None:
+            md += ["", f"`auto` (the default) against the best strategy, worst point: "
+                       f"**{worst:.2f}x** (goal 1.5x)."]
+        if args.plot:
+            md += ["", f"![crossover]({Path(args.plot).relative_to('docs') if args.plot.startswith('docs/') else args.plot})"]
+        replace_section("crossover", "\n".join(md))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"topology": args.topology, "rows": rows},

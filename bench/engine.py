@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default=None, help="write results as JSON here")
+    ap.add_argument("--doc", action="store_true",
+                    help="regenerate this topology's section of docs/benchmarks.md")
     args = ap.parse_args(argv)
 
     import networkx as nx
@@ -143,7 +145,52 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(res, indent=2))
+    if args.doc:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from doc import replace_section
+
+        replace_section("engine", markdown(res, argv if argv is not None else sys.argv[1:]))
     return 0
+
+
+def markdown(res: dict, argv: list[str]) -> str:
+    """The single-link section of docs/benchmarks.md, from one run's results."""
+    ps = res["strategies"]
+    lines = [
+        f"## Single link down/up on `{res['topology']}` ({res['program']})",
+        "",
+        f"Regenerate: `python bench/engine.py {' '.join(argv)}`. {res['nodes']:,} nodes, "
+        f"{res['links']:,} links; every contender measured in this one run "
+        f"({res['machine']}).",
+        "",
+        "| contender | initial materialisation | per link event p50 | p99 | Spark jobs per batch "
+        "| stored records / view fact |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in ps.items():
+        lines.append(f"| netrules incremental `{name}` ({r['events']} events) | "
+                     f"{r['materialize_s']:.1f} s | {r['p50_s'] * 1e3:,.1f} ms | "
+                     f"{r['p99_s'] * 1e3:,.1f} ms | 0 | {r['state_ratio']:.2f} |")
+    if "spark_scratch_s" in res:
+        lines.append(f"| netrules `--engine spark` (hot path + Spark mirror) | – | "
+                     f"{res['spark_engine_p50_s'] * 1e3:,.1f} ms | – | "
+                     f"{res['spark_engine_jobs_per_batch']:.2f} | – |")
+        lines.append(f"| netrules from scratch on Spark | {res['spark_scratch_s']:.1f} s, "
+                     f"{res['spark_scratch_rounds']} rounds, {res['spark_scratch_jobs']} jobs | "
+                     f"= {res['spark_scratch_s']:.1f} s per event | | "
+                     f"{res['spark_scratch_jobs']} | – |")
+    lines.append(f"| networkx full recompute | {res['networkx_full_s']:.2f} s | "
+                 f"= {res['networkx_full_s']:.2f} s per event | | – | – |")
+    lines += ["", "Ratios measured in that run:"]
+    if "ratio_incremental_vs_spark_scratch" in res:
+        lines.append(f"* from scratch on Spark / incremental p50: "
+                     f"**{res['ratio_incremental_vs_spark_scratch']:,.0f}x**")
+    lines.append(f"* networkx full recompute / incremental p50: "
+                 f"**{res['ratio_networkx_vs_incremental']:.1f}x**")
+    best = ps.get("psn") or next(iter(ps.values()))
+    lines.append(f"* changed view tuples per event: {best['mean_changed']:.0f} on average; "
+                 f"{best['us_per_changed_tuple']:,.0f} µs per changed tuple")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ from netrules.engine.reference import Binding, head_fact, solve_body
 from netrules.facts import Value
 from netrules.lang import ast
 
-__all__ = ["fire", "negation_variants", "instances_for", "body_facts", "FactKey"]
+__all__ = ["fire", "fire_from_delta", "negation_variants", "instances_for", "body_facts",
+           "FactKey"]
 
 FactKey = tuple[str, tuple[Value, ...]]
 
@@ -38,6 +39,23 @@ def _order(rule: ast.Rule) -> list[ast.Literal]:
         cached = schedule_body(rule.body)[0]
         object.__setattr__(rule, "_nr_order", cached)
     return cached
+
+
+def fire_from_delta(rules: list[ast.Rule], delta: Any, other: Any, neg: Any) -> set[FactKey]:
+    """Heads of every instance with one positive atom in ``delta`` and the others in
+    ``other``: one firing per body position whose relation has delta rows (paper 003's
+    ``Π[other : delta]``; an instance with two delta atoms may be found twice, harmless for
+    sets)."""
+    out: set[FactKey] = set()
+    for rule in rules:
+        atoms = rule.atoms()
+        for i, a in enumerate(atoms):
+            if not delta.has(a.relation):
+                continue
+            reads = {j: (delta if j == i else other) for j in range(len(atoms))}
+            for row, _ in fire(rule, reads, neg):
+                out.add((rule.head.relation, row))
+    return out
 
 
 @functools.cache

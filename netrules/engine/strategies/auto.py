@@ -14,7 +14,14 @@ import time
 from collections.abc import Iterable
 
 from netrules.engine.strategies import psn
-from netrules.engine.strategies.base import Delta, Derivation, State, check_batch
+from netrules.engine.strategies.base import (
+    BatchStats,
+    Delta,
+    Derivation,
+    State,
+    check_batch,
+    diff_databases,
+)
 from netrules.facts import Fact
 from netrules.plan import Plan
 
@@ -54,22 +61,10 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
     state.ledger.apply(batch)
     fresh = psn.materialize(state.plan, sorted(state.ledger.present(), key=Fact.key),
                             rng=state.rng)
-    delta = Delta()
-    old, new = state.db, fresh.db
-    for rel, rows in old.rel.items():
-        for row in rows:
-            if (rel, row) not in new:
-                delta.remove((rel, row))
-    for rel, rows in new.rel.items():
-        for row in rows:
-            if (rel, row) not in old:
-                delta.add((rel, row))
+    stats = BatchStats(strategy=f"auto:rebuild ({share:.1%} of base facts > {THRESHOLD:.0%})",
+                       rounds=1)
+    delta = diff_databases(state.db, fresh.db, stats)
     state.db, state.extra = fresh.db, fresh.extra
-    stats = delta.stats
-    stats.strategy = f"auto:rebuild ({share:.1%} of base facts > {THRESHOLD:.0%})"
-    stats.rounds = 1
-    stats.added = sum(len(v) for v in delta.added.values())
-    stats.removed = sum(len(v) for v in delta.removed.values())
     stats.pending_deletions = len(state.ledger.pending_deletions())
     stats.seconds = time.perf_counter() - t0
     return delta

@@ -23,7 +23,7 @@ from netrules.lang import ast
 from netrules.plan import Plan
 
 __all__ = ["State", "Delta", "BatchStats", "Derivation", "Strategy", "check_batch",
-           "explain_by_search"]
+           "explain_by_search", "diff_databases"]
 
 
 @dataclass
@@ -121,6 +121,22 @@ class Strategy(Protocol):
     def apply(self, state: State, batch: list[tuple[str, Fact]]) -> Delta: ...
 
     def explain(self, state: State, fact: Fact) -> Derivation | None: ...
+
+
+def diff_databases(old: Database, new: Database, stats: BatchStats) -> Delta:
+    """The Delta turning ``old`` into ``new`` (for strategies that recompute from scratch)."""
+    delta = Delta(stats=stats)
+    for rel, rows in old.rel.items():
+        for row in rows:
+            if (rel, row) not in new:
+                delta.remove((rel, row))
+    for rel, rows in new.rel.items():
+        for row in rows:
+            if (rel, row) not in old:
+                delta.add((rel, row))
+    stats.added = sum(len(v) for v in delta.added.values())
+    stats.removed = sum(len(v) for v in delta.removed.values())
+    return delta
 
 
 def check_batch(plan: Plan, batch: Iterable[tuple[str, Fact]]) -> list[tuple[str, Fact]]:

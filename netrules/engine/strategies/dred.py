@@ -15,7 +15,13 @@ import time
 from collections.abc import Callable, Iterable
 
 from netrules.engine.aggregates import AggIndex
-from netrules.engine.firing import FactKey, fire, instances_for, negation_variants
+from netrules.engine.firing import (
+    FactKey,
+    fire,
+    fire_from_delta,
+    instances_for,
+    negation_variants,
+)
 from netrules.engine.ledger import BaseLedger
 from netrules.engine.reference import Database, iterate_stratum, solve_body
 from netrules.engine.strategies.base import (
@@ -176,15 +182,7 @@ def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
         if not any(delta.rel.values()):
             break
         stats.rounds += 1
-        n_d = set()
-        for rule in recursive:
-            atoms = rule.atoms()
-            for i in _recursive_positions(rule, stratum):
-                if not delta.rel.get(atoms[i].relation):
-                    continue
-                reads = {j: (delta if j == i else surviving) for j in range(len(atoms))}
-                for row, _ in fire(rule, reads, neg_old):
-                    n_d.add((rule.head.relation, row))
+        n_d = fire_from_delta(recursive, delta, surviving, neg_old)
         for rel, rows in delta.rel.items():
             for row in rows:
                 D.add(rel, row)
@@ -230,15 +228,7 @@ def insert_phase(stratum: Stratum, I: Database, D: Database, A: Database, n_a: s
         for rel, rows in delta.rel.items():
             for row in rows:
                 A.add(rel, row)
-        n_a = set()
-        for rule in recursive:
-            atoms = rule.atoms()
-            for i in _recursive_positions(rule, stratum):
-                if not delta.rel.get(atoms[i].relation):
-                    continue
-                reads = {j: (delta if j == i else new) for j in range(len(atoms))}
-                for row, _ in fire(rule, reads, new):
-                    n_a.add((rule.head.relation, row))
+        n_a = fire_from_delta(recursive, delta, new, new)
 
 
 def maintain(state: State, appeared: set[Fact], vanished: set[Fact], stats: BatchStats,

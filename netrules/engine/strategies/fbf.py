@@ -17,7 +17,7 @@ import random
 import sys
 from collections.abc import Iterable
 
-from netrules.engine.firing import FactKey, body_facts, fire, instances_for
+from netrules.engine.firing import FactKey, body_facts, fire_from_delta, instances_for
 from netrules.engine.ledger import BaseLedger
 from netrules.engine.reference import Database, _Overlay
 from netrules.engine.strategies import dred
@@ -70,15 +70,7 @@ def _fbf_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
             for rel, rows in delta_p.rel.items():
                 for row in rows:
                     P.add(rel, row)
-            n_p = set()
-            for rule in recursive:
-                atoms = rule.atoms()
-                for i, a in enumerate(atoms):
-                    if not delta_p.rel.get(a.relation):
-                        continue
-                    reads = {j: (delta_p if j == i else proof_view) for j in range(len(atoms))}
-                    for row, _ in fire(rule, reads, neg_old):
-                        n_p.add((rule.head.relation, row))
+            n_p = fire_from_delta(recursive, delta_p, proof_view, neg_old)
 
     def check(f: FactKey) -> None:
         if f in C:
@@ -116,15 +108,7 @@ def _fbf_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
             if not any(delta_d.rel.values()):
                 break
             stats.rounds += 1
-            n_d = set()
-            for rule in recursive:
-                atoms = rule.atoms()
-                for i, a in enumerate(atoms):
-                    if not delta_d.rel.get(a.relation):
-                        continue
-                    reads = {j: (delta_d if j == i else surviving) for j in range(len(atoms))}
-                    for row, _ in fire(rule, reads, neg_old):
-                        n_d.add((rule.head.relation, row))
+            n_d = fire_from_delta(recursive, delta_d, surviving, neg_old)
             for rel, rows in delta_d.rel.items():
                 for row in rows:
                     D.add(rel, row)

@@ -16,6 +16,7 @@ from netrules.engine.strategies.base import (
     Derivation,
     State,
     check_batch,
+    diff_databases,
     explain_by_search,
     timed,
 )
@@ -40,18 +41,8 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
     state.ledger.apply(check_batch(state.plan, batch))
     views = evaluate_program(state.plan, state.ledger.present())
     new = Database(f for facts in views.values() for f in facts)
-    delta = Delta(stats=stats)
-    for rel, rows in state.db.rel.items():
-        for row in rows:
-            if (rel, row) not in new:
-                delta.remove((rel, row))
-    for rel, rows in new.rel.items():
-        for row in rows:
-            if (rel, row) not in state.db:
-                delta.add((rel, row))
+    delta = diff_databases(state.db, new, stats)
     state.db = new
-    stats.added = sum(len(v) for v in delta.added.values())
-    stats.removed = sum(len(v) for v in delta.removed.values())
     stats.pending_deletions = len(state.ledger.pending_deletions())
     timed(stats, t0)
     return delta

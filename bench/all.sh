@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Regenerate every measured section of docs/benchmarks.md and its plots (about 1 hour on
+# 2 cores; run on an otherwise idle machine). Each script rewrites only its own section.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python bench/engine.py --topology topohub:backbone/americas --events 20 --dred-events 1 \
+  --out bench/out/americas.json --doc
+python bench/crossover.py --topology grid:10x10 --strategies psn,dred,fbf,rematerialize,auto \
+  --out bench/out/crossover.json --plot docs/img/crossover.png --doc
+python bench/peers.py
+# capture replay memory (about 45 minutes); docs/benchmarks.md's capture table is updated by hand
+python bench/capture_memory.py --size-mb 1024
