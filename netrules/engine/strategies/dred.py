@@ -172,21 +172,8 @@ def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
     for rule in plain:
         for row in _fire_changed(rule, d_minus_a, a_minus_d, I, I):
             n_d.add((rule.head.relation, row))
-    surviving = Minus(I, d_minus_a)
     neg_old = Union(I, A)
-    while True:
-        delta = Database()
-        for key in n_d:
-            if key not in D and key in I:
-                delta.add(*key)
-        if not any(delta.rel.values()):
-            break
-        stats.rounds += 1
-        n_d = fire_from_delta(recursive, delta, surviving, neg_old)
-        for rel, rows in delta.rel.items():
-            for row in rows:
-                D.add(rel, row)
-                stats.overdeleted += 1
+    delete_phase(recursive, n_d, I, D, Minus(I, d_minus_a), neg_old, stats)
 
     # REDERIVE (line 42): one step from surviving old facts
     n_a: set[FactKey] = set()
@@ -204,6 +191,30 @@ def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
 
     n_a |= agg_rows
     insert_phase(stratum, I, D, A, n_a, stats)
+
+
+def delete_phase(recursive: list[ast.Rule], n_d: set[FactKey], I: Database, D: Database,
+                 surviving: object, neg_old: object, stats: BatchStats,
+                 survives: Callable[[FactKey, Database], bool] | None = None) -> None:
+    """OVERDELETE (Algorithm 4, lines 47-51): delete the threatened old facts, round by round,
+    each round's consequences computed before the round joins D. FBF's DELETEUNPROVED
+    (Algorithm 5, lines 69-76) is the same loop with ``survives`` proving facts first; it gets
+    the round's deletions so far, which its backward chaining must not use."""
+    while True:
+        delta = Database()
+        for key in n_d:
+            if key in D or key not in I:
+                continue
+            if survives is None or not survives(key, delta):
+                delta.add(*key)
+        if not any(delta.rel.values()):
+            break
+        stats.rounds += 1
+        n_d = fire_from_delta(recursive, delta, surviving, neg_old)
+        for rel, rows in delta.rel.items():
+            for row in rows:
+                D.add(rel, row)
+                stats.overdeleted += 1
 
 
 def insert_phase(stratum: Stratum, I: Database, D: Database, A: Database, n_a: set[FactKey],

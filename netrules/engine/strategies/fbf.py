@@ -94,25 +94,16 @@ def _fbf_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
     for rule in stratum.rules:
         for row in dred._fire_changed(rule, d_minus_a, Minus(A, D), I, I):
             n_d.add((rule.head.relation, row))
+    def survives(f: FactKey, round_deleted: Database) -> bool:
+        nonlocal delta_d
+        delta_d = round_deleted
+        check(f)
+        return f in P
+
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 50_000))
     try:
-        while True:
-            delta_d = Database()
-            for f in n_d:
-                if f in D or f not in I:
-                    continue
-                check(f)
-                if f not in P:
-                    delta_d.add(*f)
-            if not any(delta_d.rel.values()):
-                break
-            stats.rounds += 1
-            n_d = fire_from_delta(recursive, delta_d, surviving, neg_old)
-            for rel, rows in delta_d.rel.items():
-                for row in rows:
-                    D.add(rel, row)
-                    stats.overdeleted += 1
+        dred.delete_phase(recursive, n_d, I, D, surviving, neg_old, stats, survives)
     finally:
         sys.setrecursionlimit(limit)
     stats.rederived += sum(len(v) for v in P.rel.values())
