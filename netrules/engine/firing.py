@@ -19,18 +19,18 @@ from netrules.facts import Value
 from netrules.lang import ast
 
 __all__ = ["fire", "fire_from_delta", "negation_variants", "instances_for", "body_facts",
-           "FactKey"]
+           "order_of", "FactKey"]
 
 FactKey = tuple[str, tuple[Value, ...]]
 
 
 def fire(rule: ast.Rule, reads: Mapping[int, Any], neg: Any) -> Iterator[tuple[tuple, Binding]]:
     """(head row, binding) for every body solution, positive atom j reading ``reads[j]``."""
-    for b in solve_body(rule, reads, neg=neg, order=_order(rule)):
+    for b in solve_body(rule, reads, neg=neg, order=order_of(rule)):
         yield head_fact(rule, b), b
 
 
-def _order(rule: ast.Rule) -> list[ast.Literal]:
+def order_of(rule: ast.Rule) -> list[ast.Literal]:
     """The rule's evaluation order, computed once and kept on the rule object."""
     cached = rule.__dict__.get("_nr_order")
     if cached is None:
@@ -82,7 +82,7 @@ def instances_for(rule: ast.Rule, row: tuple, read: Any, neg: Any) -> Iterator[B
             start[term.name] = value
         elif isinstance(term, ast.Const) and term.value != value:
             return
-    for b in solve_body(rule, read, neg=neg, order=_order(rule), binding=start):
+    for b in solve_body(rule, read, neg=neg, order=order_of(rule), binding=start):
         if head_fact(rule, b) == row:
             yield b
 

@@ -249,7 +249,7 @@ def aggregate_rule(rule: ast.Rule, bindings: Iterable[Binding]) -> set[tuple[Val
     return out
 
 
-class _Overlay:
+class Overlay:
     """Reads ``top`` for the hidden relations and ``lower`` for every other one."""
 
     def __init__(self, lower: Any, top: Database, hidden: frozenset[str]) -> None:
@@ -275,7 +275,7 @@ def iterate_stratum(stratum: Any, lower: Any, *, max_iterations: int = 10_000
     where every best route extends a neighbour's best route. Returns (facts, iterations)."""
     cur = Database()
     for it in range(1, max_iterations + 1):
-        view = _Overlay(lower, cur, stratum.relations)
+        view = Overlay(lower, cur, stratum.relations)
         new = Database()
         for rule in stratum.rules:
             if rule.head.aggregate():

@@ -52,7 +52,8 @@ def test_spark_evaluator_random_programs(spark, text, stream) -> None:
 
 
 @settings(max_examples=6, deadline=None)
-@given(st.sampled_from(["reachability", "path_vector", "routing_loop"]), link_stream())
+@given(st.sampled_from(["reachability", "path_vector", "routing_loop", "best_routes"]),
+       link_stream())
 def test_spark_evaluator_network_programs(spark, name, stream) -> None:
     plan = plan_program(programs.load(name))
     initial, _ = stream
@@ -124,3 +125,18 @@ def test_cli_eval_spark_equals_reference(spark, tmp_path) -> None:
         assert r.exit_code == 0, r.output
         outs.append(json.loads(r.output))
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_spark_evaluator_best_routes(spark, seed: int) -> None:
+    """Recursion through a_MIN on Spark: regions exchange contributions until none changes;
+    the result is the reference's Jacobi fixpoint, on graphs spread over 3 regions."""
+    import networkx as nx
+
+    plan = plan_program(programs.load("best_routes"))
+    rng = random.Random(seed)
+    g = nx.connected_watts_strogatz_graph(14, 4, 0.3, seed=seed).to_directed()
+    links = [Fact("link", (f"n{u}", f"n{v}", rng.randint(1, 4))) for u, v in g.edges]
+    df, stats = spark_evaluate(spark, plan, links, parts=3)
+    assert spark_sets(df, plan) == as_sets(evaluate_program(plan, links))
+    assert stats.rounds < 30

@@ -17,12 +17,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
 from netrules.engine.reference import Database, aggregate_rule, head_fact, solve_body
 from netrules.engine.session import count_jobs
+from netrules.engine.spark.iterated import finish, iterated_round_fn
 from netrules.engine.spark.partition import PartitionMap
 from netrules.errors import EngineError
 from netrules.facts import Fact, value_from_json, value_to_json
@@ -52,11 +54,6 @@ class SparkRunStats:
 
 def check_spark_plan(plan: Plan) -> None:
     """Refuse what the partitioned evaluator cannot do exactly."""
-    for st in plan.strata:
-        if st.iterated:
-            raise EngineError(f"{', '.join(sorted(st.relations))} recurse through an aggregate; "
-                              "the Spark engine does not run iterated strata yet: use the "
-                              "default engine (--engine reference)")
     for r in plan.rules:
         agg = r.head.aggregate()
         if not agg:
@@ -73,6 +70,11 @@ def check_spark_plan(plan: Plan) -> None:
 def _location(relation: str, args: tuple, plan: Plan):
     spec = plan.locspec.get(relation, 0)
     return None if spec is None else args[spec]
+
+
+def _part_of(plan: Plan, pmap: PartitionMap, rel: str, args: tuple) -> int:
+    loc = _location(rel, args, plan)
+    return 0 if loc is None else pmap.of(loc)
 
 
 def _round_fn(plan: Plan, stratum: Stratum, pmap: PartitionMap, first: bool):
@@ -190,8 +192,10 @@ def spark_evaluate(spark: SparkSession, plan: Plan, facts: Iterable[Fact], *,
                 stats.rounds += 1
                 if stats.rounds > max_rounds:
                     raise EngineError(f"no fixpoint after {max_rounds} rounds")
-                out = state.groupBy("part").applyInPandas(
-                    _round_fn(plan, stratum, pmap, first), SCHEMA)
+                fn = (iterated_round_fn(plan, stratum, partial(_part_of, plan, pmap),
+                                        decode_args, encode_args)
+                      if stratum.iterated else _round_fn(plan, stratum, pmap, first))
+                out = state.groupBy("part").applyInPandas(fn, SCHEMA)
                 out = out.localCheckpoint(eager=True)
                 pending = out.filter("new").count()
                 stats.messages += pending
@@ -199,5 +203,7 @@ def spark_evaluate(spark: SparkSession, plan: Plan, facts: Iterable[Fact], *,
                 first = False
                 if pending == 0:
                     break
+            if stratum.iterated:
+                state = finish(state)
     stats.spark_jobs = jobs.jobs
     return state, stats

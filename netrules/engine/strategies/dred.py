@@ -22,8 +22,9 @@ from netrules.engine.firing import (
     instances_for,
     negation_variants,
 )
+from netrules.engine.iterated import maintain_iterated
 from netrules.engine.ledger import BaseLedger
-from netrules.engine.reference import Database, iterate_stratum, solve_body
+from netrules.engine.reference import Database, solve_body
 from netrules.engine.strategies.base import (
     BatchStats,
     Delta,
@@ -142,25 +143,11 @@ def _aggregate_changes(state: State, stratum: Stratum, I: Database, D: Database,
     return gone, rows, used
 
 
-def _iterated_stratum(stratum: Stratum, I: Database, D: Database, A: Database,
-                      stats: BatchStats) -> None:
-    """Recursion through an aggregate: recompute the stratum's fixpoint over the new lower
-    strata (the reference's own iteration, so both mean the same) and diff with the old one."""
-    result, iterations = iterate_stratum(stratum, Union(Minus(I, D), A))
-    stats.rounds += iterations
-    for rel in stratum.relations:
-        old, now = I.rel.get(rel, set()), result.rel.get(rel, set())
-        for row in old - now:
-            D.add(rel, row)
-        for row in now - old:
-            A.add(rel, row)
-
-
 def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Database,
                  stats: BatchStats) -> None:
     """Algorithm 4, lines 41-43, for one stratum; grows the global D and A."""
     if stratum.iterated:
-        _iterated_stratum(stratum, I, D, A, stats)
+        stats.rounds += maintain_iterated(stratum, I, D, A)
         return
     plain = [r for r in stratum.rules if not r.head.aggregate()]
     recursive = [r for r in plain if _recursive_positions(r, stratum)]

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from netrules.engine.firing import FactKey, body_facts, fire_from_delta, instances_for
 from netrules.engine.ledger import BaseLedger
-from netrules.engine.reference import Database, _Overlay
+from netrules.engine.reference import Database, Overlay
 from netrules.engine.strategies import dred
 from netrules.engine.strategies.base import (
     BatchStats,
@@ -57,7 +57,7 @@ def _fbf_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
         if not grounded:
             return False
         n_p = {f}
-        proof_view = _Overlay(surviving, P, rels)  # P for this stratum, I \ (D \ A) below
+        proof_view = Overlay(surviving, P, rels)  # P for this stratum, I \ (D \ A) below
         while True:
             delta_p = Database()
             for g in n_p:
