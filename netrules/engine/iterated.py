@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from netrules.engine.aggregates import AggIndex
 from netrules.engine.firing import FactKey, fire, instances_for, negation_variants, order_of
 from netrules.engine.reference import (
     Database,
@@ -35,7 +36,6 @@ from netrules.engine.reference import (
 from netrules.engine.views import Minus, Union
 from netrules.errors import EvalError
 from netrules.lang import ast
-from netrules.lang.builtins import evaluate
 from netrules.plan import Stratum
 
 __all__ = ["evaluate_iterated", "iterate_from_nothing", "apply_once", "maintain_iterated",
@@ -76,34 +76,25 @@ def _fired(rule: ast.Rule, pos_delta: Database, neg_delta: Database, read: Any
             yield from solve_body(variant, reads, neg=read, order=order_of(variant))
 
 
-def _group_of(rule: ast.Rule, b: dict) -> tuple:
-    pos = rule.head.aggregate()[0]  # type: ignore[index]
-    return tuple(evaluate(t, b) for i, t in enumerate(rule.head.args) if i != pos)
+def _distinct(bindings: Iterable[dict]) -> list[dict]:
+    """One binding per variable assignment (an instance with two changed atoms is found
+    twice; an aggregate must count it once)."""
+    seen: dict[frozenset, dict] = {}
+    for b in bindings:
+        seen.setdefault(frozenset(kv for kv in b.items() if isinstance(kv[0], str)), b)
+    return list(seen.values())
 
 
-def _group_rows(rule: ast.Rule, key: tuple, read: Any) -> set[FactKey]:
-    """The aggregate rule's head rows for one group, from that group's bindings only."""
-    pos = rule.head.aggregate()[0]  # type: ignore[index]
-    start: dict = {}
-    args = [t for i, t in enumerate(rule.head.args) if i != pos]
-    for term, value in zip(args, key, strict=True):
-        if isinstance(term, ast.Var):
-            if start.get(term.name, value) != value:
-                return set()
-            start[term.name] = value
-    bindings = [b for b in solve_body(rule, read, neg=read, order=order_of(rule), binding=start)
-                if _group_of(rule, b) == key]
-    return {(rule.head.relation, row) for row in aggregate_rule(rule, bindings)}
+Aggs = dict[int, AggIndex]
 
 
-def _derivable(key: FactKey, rules: list[ast.Rule], read: Any) -> bool:
+def _derivable(key: FactKey, rules: list[ast.Rule], read: Any, aggs: Aggs) -> bool:
     for rule in rules:
         if rule.head.relation != key[0]:
             continue
         if rule.head.aggregate():
-            pos = rule.head.aggregate()[0]  # type: ignore[index]
-            group = tuple(x for i, x in enumerate(key[1]) if i != pos)
-            if key in _group_rows(rule, group, read):
+            ix = aggs[id(rule)]
+            if ix.row(ix.key_of_row(key[1])) == key[1]:
                 return True
         elif any(True for _ in instances_for(rule, key[1], read, read)):
             return True
@@ -111,31 +102,52 @@ def _derivable(key: FactKey, rules: list[ast.Rule], read: Any) -> bool:
 
 
 def _step(rules: list[ast.Rule], prev_in: Any, now_in: Any, prev_out: Any,
-          d_in: Database, a_in: Database) -> tuple[set[FactKey], set[FactKey]]:
+          d_in: Database, a_in: Database, aggs: Aggs) -> tuple[set[FactKey], set[FactKey]]:
     """``T(now_in)`` against ``prev_out = T(prev_in)``: (rows that go, rows that come), where
-    ``now_in`` is ``prev_in`` less ``d_in`` plus ``a_in``."""
+    ``now_in`` is ``prev_in`` less ``d_in`` plus ``a_in``. Aggregate rules move their
+    per-group index (``aggs``, over ``prev_in`` on entry, ``now_in`` on exit) by the bindings
+    that stopped and started holding: no group is rescanned."""
     lost: set[FactKey] = set()
     found: set[FactKey] = set()
     for rule in rules:
+        rel = rule.head.relation
         if rule.head.aggregate():
-            groups = {_group_of(rule, b) for b in _fired(rule, d_in, a_in, prev_in)}
-            groups |= {_group_of(rule, b) for b in _fired(rule, a_in, d_in, now_in)}
-            for g in groups:
-                lost |= _group_rows(rule, g, prev_in)
-                found |= _group_rows(rule, g, now_in)
+            ix = aggs[id(rule)]
+            stopped = _distinct(_fired(rule, d_in, a_in, prev_in))
+            started = _distinct(_fired(rule, a_in, d_in, now_in))
+            keys = {ix._key_value(b)[0] for b in (*stopped, *started)}
+            before = {k: ix.row(k) for k in keys}
+            ix.update(stopped, started)
+            for k in keys:
+                old, now = before[k], ix.row(k)
+                if old != now:
+                    if old is not None:
+                        lost.add((rel, old))
+                    if now is not None:
+                        found.add((rel, now))
         else:
-            rel = rule.head.relation
             lost.update((rel, head_fact(rule, b)) for b in _fired(rule, d_in, a_in, prev_in))
             found.update((rel, head_fact(rule, b)) for b in _fired(rule, a_in, d_in, now_in))
-    gone = {k for k in lost - found if k in prev_out and not _derivable(k, rules, now_in)}
+    gone = {k for k in lost - found
+            if k in prev_out and not _derivable(k, rules, now_in, aggs)}
     come = {k for k in found if k not in prev_out}
     return gone, come
+
+
+def new_aggregates(stratum: Stratum, read: Any) -> Aggs:
+    """The stratum's aggregate indexes over ``read`` (built once; batches then move them)."""
+    aggs: Aggs = {}
+    for rule in stratum.rules:
+        if rule.head.aggregate():
+            ix = aggs[id(rule)] = AggIndex(rule)
+            ix.update((), _distinct(solve_body(rule, read, order=order_of(rule))))
+    return aggs
 
 
 def _iterate(stratum: Stratum, lower_old: Any, lower_new: Any, cur: _Current,
              d_in: Database, a_in: Database, *, from_nothing: bool,
              fixed: Database | None = None,
-             keep: Callable[[FactKey], bool] | None = None) -> int:
+             keep: Callable[[FactKey], bool] | None = None, aggs: Aggs | None = None) -> int:
     """Iterate ``S := T(lower_new, S ∪ fixed)`` from ``cur`` until it repeats; returns
     iterations. ``fixed`` holds stratum facts given from outside (a Spark region's facts
     derived in other regions), read like the stratum's own; ``keep`` limits S to the facts
@@ -148,7 +160,9 @@ def _iterate(stratum: Stratum, lower_old: Any, lower_new: Any, cur: _Current,
         return view if fixed is None else Union(view, fixed)
 
     if from_nothing:  # S_1 = T(L, ∅), in full: nothing to take a difference from
-        for key in apply_once(stratum, lower_new, with_fixed(cur.view)):
+        now_in = Overlay(lower_new, with_fixed(cur.view), rels)
+        aggs = new_aggregates(stratum, now_in)
+        for key in apply_once(stratum, lower_new, with_fixed(cur.view), aggs):
             if keep is None or keep(key):
                 last_new.add(*key)
         for rel, rows in last_new.rel.items():
@@ -160,7 +174,8 @@ def _iterate(stratum: Stratum, lower_old: Any, lower_new: Any, cur: _Current,
         prev_in = Overlay(prev_lower,
                           with_fixed(Union(Minus(prev_out, last_new), last_gone)), rels)
         now_in = Overlay(lower_new, with_fixed(prev_out), rels)
-        gone, come = _step(rules, prev_in, now_in, prev_out, d_in, a_in)
+        assert aggs is not None or not any(r.head.aggregate() for r in rules)
+        gone, come = _step(rules, prev_in, now_in, prev_out, d_in, a_in, aggs or {})
         if keep is not None:
             come = {k for k in come if keep(k)}
         if not gone and not come:
@@ -192,12 +207,17 @@ def iterate_from_nothing(stratum: Stratum, lower: Any, fixed: Database | None = 
     return cur.new, iterations
 
 
-def apply_once(stratum: Stratum, lower: Any, facts: Any) -> set[FactKey]:
-    """Every head one application of the stratum's rules derives from ``facts``."""
+def apply_once(stratum: Stratum, lower: Any, facts: Any, aggs: Aggs | None = None
+               ) -> set[FactKey]:
+    """Every head one application of the stratum's rules derives from ``facts`` (``aggs``:
+    the aggregate indexes over exactly that, when the caller has them)."""
     read = Overlay(lower, facts, stratum.relations)
     out: set[FactKey] = set()
     for rule in stratum.rules:
-        if rule.head.aggregate():
+        if rule.head.aggregate() and aggs is not None:
+            ix = aggs[id(rule)]
+            rows = {r for r in (ix.row(k) for k in ix.groups) if r is not None}
+        elif rule.head.aggregate():
             rows = aggregate_rule(rule, solve_body(rule, read, order=order_of(rule)))
         else:
             rows = {row for row, _ in fire(rule, read, read)}
@@ -215,10 +235,12 @@ def evaluate_iterated(stratum: Stratum, db: Database) -> int:
     return iterations
 
 
-def maintain_iterated(stratum: Stratum, I: Database, D: Database, A: Database) -> int:
+def maintain_iterated(stratum: Stratum, I: Database, D: Database, A: Database,
+                      cache: dict | None = None) -> int:
     """DRed's contract for one stratum: ``I`` is the old state, ``D``/``A`` what lower strata
     lost and gained; the stratum's own losses and gains are added to them. Returns
-    iterations (0 when nothing the stratum reads changed)."""
+    iterations (0 when nothing the stratum reads changed). ``cache`` (a strategy's
+    ``state.extra``) keeps the aggregate indexes from one batch to the next."""
     read = {a.relation for r in stratum.rules for a in r.atoms()} | {
         lit.atom.relation for r in stratum.rules for lit in r.body
         if isinstance(lit, ast.Negation)}
@@ -230,9 +252,15 @@ def maintain_iterated(stratum: Stratum, I: Database, D: Database, A: Database) -
                     dst.add(rel, row)
     if not any(d_in.rel.values()) and not any(a_in.rel.values()):
         return 0
+    store = cache if cache is not None else {}
+    slot = f"iterated_aggregates:{min(stratum.relations)}"
+    aggs = store.pop(slot, None)  # popped: a failed batch must not leave a half-moved index
+    if aggs is None:
+        aggs = new_aggregates(stratum, Overlay(I, I, stratum.relations))
     cur = _Current(I)
     iterations = _iterate(stratum, I, Union(Minus(I, D), A), cur, d_in, a_in,
-                          from_nothing=False)
+                          from_nothing=False, aggs=aggs)
+    store[slot] = aggs
     for rel, rows in cur.gone.rel.items():
         for row in rows:
             D.add(rel, row)

@@ -147,7 +147,7 @@ def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
                  stats: BatchStats) -> None:
     """Algorithm 4, lines 41-43, for one stratum; grows the global D and A."""
     if stratum.iterated:
-        stats.rounds += maintain_iterated(stratum, I, D, A)
+        stats.rounds += maintain_iterated(stratum, I, D, A, state.extra)
         return
     plain = [r for r in stratum.rules if not r.head.aggregate()]
     recursive = [r for r in plain if _recursive_positions(r, stratum)]
