@@ -3,10 +3,10 @@
 ``explain(state, fact) -> Derivation``.
 """
 
-from netrules.engine.strategies import auto, dred, fbf, psn, rematerialize
+from netrules.engine.strategies import auto, counting, dred, fbf, psn, rematerialize
 from netrules.engine.strategies.base import BatchStats, Delta, Derivation, State
 
-STRATEGIES = {m.name: m for m in (psn, dred, fbf, rematerialize, auto)}
+STRATEGIES = {m.name: m for m in (psn, dred, fbf, rematerialize, auto, counting)}
 
 __all__ = ["STRATEGIES", "BatchStats", "Delta", "Derivation", "State", "get"]
 
