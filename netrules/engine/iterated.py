@@ -147,14 +147,17 @@ def new_aggregates(stratum: Stratum, read: Any) -> Aggs:
 def _iterate(stratum: Stratum, lower_old: Any, lower_new: Any, cur: _Current,
              d_in: Database, a_in: Database, *, from_nothing: bool,
              fixed: Database | None = None,
-             keep: Callable[[FactKey], bool] | None = None, aggs: Aggs | None = None) -> int:
+             keep: Callable[[FactKey], bool] | None = None, aggs: Aggs | None = None,
+             prev_stratum: Any = None) -> int:
     """Iterate ``S := T(lower_new, S ∪ fixed)`` from ``cur`` until it repeats; returns
     iterations. ``fixed`` holds stratum facts given from outside (a Spark region's facts
     derived in other regions), read like the stratum's own; ``keep`` limits S to the facts
-    a region may read (those located in it)."""
+    a region may read (those located in it). ``prev_stratum``: the stratum part of the
+    previous step's input when it is not ``cur`` less the changes ``d_in``/``a_in`` (the
+    first step after an overdeletion)."""
     rules, rels = list(stratum.rules), stratum.relations
     last_gone, last_new = Database(), Database()
-    prev_lower = lower_old
+    prev_lower = lower_old if prev_stratum is None else lower_new
 
     def with_fixed(view: Any) -> Any:
         return view if fixed is None else Union(view, fixed)
@@ -171,8 +174,10 @@ def _iterate(stratum: Stratum, lower_old: Any, lower_new: Any, cur: _Current,
         d_in, a_in, prev_lower = last_gone, last_new, lower_new
     for iteration in range(1 + from_nothing, MAX_ITERATIONS + 1):
         prev_out = cur.view
-        prev_in = Overlay(prev_lower,
-                          with_fixed(Union(Minus(prev_out, last_new), last_gone)), rels)
+        before = (prev_stratum if prev_stratum is not None
+                  else Union(Minus(prev_out, last_new), last_gone))
+        prev_stratum = None
+        prev_in = Overlay(prev_lower, with_fixed(before), rels)
         now_in = Overlay(lower_new, with_fixed(prev_out), rels)
         assert aggs is not None or not any(r.head.aggregate() for r in rules)
         gone, come = _step(rules, prev_in, now_in, prev_out, d_in, a_in, aggs or {})
@@ -235,6 +240,32 @@ def evaluate_iterated(stratum: Stratum, db: Database) -> int:
     return iterations
 
 
+def _overdelete(stratum: Stratum, old: Any, d_in: Database, a_in: Database, aggs: Aggs
+                ) -> Database:
+    """Every stratum fact of the old fixpoint with a derivation that leaned, directly or
+    through other such facts, on a lost lower fact (or on one newly true under ``not``);
+    an aggregate row goes when any binding of its group does. Starting the iteration
+    without them means no stale route is ever extended: a withdrawn route is not hunted
+    along ever longer detours (BGP's path exploration), it is simply rebuilt."""
+    over = Database()
+    pos, neg = d_in, a_in
+    while any(pos.rel.values()) or any(neg.rel.values()):
+        newly = Database()
+        for rule in stratum.rules:
+            rel = rule.head.relation
+            if rule.head.aggregate():
+                ix = aggs[id(rule)]
+                rows = {ix.row(ix._key_value(b)[0]) for b in _fired(rule, pos, neg, old)}
+            else:
+                rows = {head_fact(rule, b) for b in _fired(rule, pos, neg, old)}
+            for row in rows:
+                if row is not None and (rel, row) in old and (rel, row) not in over:
+                    newly.add(rel, row)
+                    over.add(rel, row)
+        pos, neg = newly, Database()
+    return over
+
+
 def maintain_iterated(stratum: Stratum, I: Database, D: Database, A: Database,
                       cache: dict | None = None) -> int:
     """DRed's contract for one stratum: ``I`` is the old state, ``D``/``A`` what lower strata
@@ -257,9 +288,40 @@ def maintain_iterated(stratum: Stratum, I: Database, D: Database, A: Database,
     aggs = store.pop(slot, None)  # popped: a failed batch must not leave a half-moved index
     if aggs is None:
         aggs = new_aggregates(stratum, Overlay(I, I, stratum.relations))
+    old = Overlay(I, I, stratum.relations)
+    over = _overdelete(stratum, old, d_in, a_in, aggs)
     cur = _Current(I)
-    iterations = _iterate(stratum, I, Union(Minus(I, D), A), cur, d_in, a_in,
-                          from_nothing=False, aggs=aggs)
+    lower_new = Union(Minus(I, D), A)
+    iterations = 0
+    if any(over.rel.values()):
+        # the first step reads the old fixpoint less everything that leaned on a lost
+        # fact: S_1 = T(L_new, F \ over), moved from F = T(L_old, F) by d_in ∪ over
+        d_first = Database()
+        for src in (d_in, over):
+            for rel, rows in src.rel.items():
+                for row in rows:
+                    d_first.add(rel, row)
+        gone, come = _step(list(stratum.rules), old,
+                           Overlay(lower_new, Minus(I, over), stratum.relations), cur.view,
+                           d_first, a_in, aggs)
+        for key in gone:
+            cur.remove(key)
+        for key in come:
+            cur.add(key)
+        # the next step's input differs from F \ over by these
+        d_in, a_in = Database(), Database()
+        for key in gone:
+            if key not in over:
+                d_in.add(*key)
+        for key in come:
+            a_in.add(*key)
+        for rel, rows in over.rel.items():
+            for row in rows:
+                if (rel, row) not in gone:
+                    a_in.add(rel, row)
+        iterations = 1
+    iterations += _iterate(stratum, I, lower_new, cur, d_in, a_in, from_nothing=False,
+                           aggs=aggs, prev_stratum=Minus(I, over) if iterations else None)
     store[slot] = aggs
     for rel, rows in cur.gone.rel.items():
         for row in rows:
