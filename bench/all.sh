@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python bench/engine.py --topology topohub:backbone/americas --events 20 --dred-events 1 \
   --out bench/out/americas.json --doc
-python bench/crossover.py --topology grid:10x10 --strategies psn,dred,fbf,rematerialize,auto \
-  --out bench/out/crossover.json --plot docs/img/crossover.png --doc
+# crossover on backbone/north_america, every registered strategy, median of 3 (about 20 minutes)
+python bench/crossover.py --repeats 3 --cap 30 --out bench/out/crossover.json \
+  --plot docs/img/crossover.png --doc
 python bench/peers.py
 # capture replay memory (about 45 minutes); docs/benchmarks.md's capture table is updated by hand
 python bench/capture_memory.py --size-mb 1024

@@ -1,10 +1,18 @@
-"""The default-by-cost strategy: PSN for batches small next to the network, a from-scratch
-rebuild past the crossover (paper 003 §10: incremental maintenance loses to rematerialisation
-once a batch deletes a large enough share of the explicit facts).
+"""The default-by-cost strategy: PSN while a batch threatens a small part of the view, a
+from-scratch rebuild past the crossover (paper 003 §10: incremental maintenance loses to
+rematerialisation once a batch deletes enough).
 
-The estimate is the batch's net base change over the number of base facts. ``THRESHOLD``
-comes from ``bench/crossover.py`` (see docs/benchmarks.md); the decision and its reason are
-recorded in the batch statistics so an operator can see which path ran.
+Why not decide on the batch's size alone: what PSN pays for a deletion is the number of facts
+left without a kept support (the *suspects* it must rederive or delete), and one link can
+orphan a third of a sparse backbone's view while a hundred links in a dense core orphan almost
+nothing. So ``apply`` first runs PSN's kill phase read-only over the supports index
+(``used_by``), stopping as soon as the count passes the threshold: the estimate costs at most
+what the cheap case would and is exact there. A rebuild costs about as much as rematerialising
+(``psn.materialize`` is within a few percent of it), so it wins once suspects exceed
+``THRESHOLD`` of the facts (a batch deleting over twice that share of the base facts skips the
+count: it only ever confirmed the rebuild, at a third of the rebuild's cost); insertions, which PSN handles semi-naively, still go by their share
+of the base facts. ``bench/crossover.py`` measures both (docs/benchmarks.md); the choice and
+its reason are recorded in the batch statistics.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import random
 import time
 from collections.abc import Iterable
 
+from netrules.engine.firing import FactKey
 from netrules.engine.strategies import psn
 from netrules.engine.strategies.base import (
     BatchStats,
@@ -25,10 +34,12 @@ from netrules.engine.strategies.base import (
 from netrules.facts import Fact
 from netrules.plan import Plan
 
-__all__ = ["name", "materialize", "apply", "explain", "THRESHOLD"]
+__all__ = ["name", "materialize", "apply", "explain", "THRESHOLD", "INSERT_THRESHOLD",
+           "suspects"]
 
 name = "auto"
-THRESHOLD = 0.15
+THRESHOLD = 0.2  # suspects / facts above which a rebuild beats PSN
+INSERT_THRESHOLD = 0.15  # inserted / present base facts above which a rebuild does
 
 
 def materialize(plan: Plan, facts: Iterable[Fact] = (), *,
@@ -38,31 +49,78 @@ def materialize(plan: Plan, facts: Iterable[Fact] = (), *,
     return state
 
 
-def _net_change(state: State, batch: list[tuple[str, Fact]]) -> int:
+def _net_change(state: State, batch: list[tuple[str, Fact]]) -> tuple[list[Fact], list[Fact]]:
+    """(base facts the batch makes appear, base facts it makes vanish), ledger untouched."""
     bal: dict[Fact, int] = {}
     for sign, f in batch:
         bal[f] = bal.get(f, 0) + (1 if sign == "+" else -1)
-    n = 0
+    appear, vanish = [], []
     for f, d in bal.items():
         before = state.ledger.balance.get(f, 0)
-        n += (before > 0) != (before + d > 0)
+        if (before > 0) != (before + d > 0):
+            (appear if before + d > 0 else vanish).append(f)
+    return appear, vanish
+
+
+def suspects(state: State, vanished: Iterable[FactKey], limit: int | None = None) -> int:
+    """How many derived facts PSN's kill phase would leave without a kept support if
+    ``vanished`` went, counted without touching the state; stops once past ``limit``."""
+    sup = state.extra["supports"]
+    used_by, of = sup.used_by, sup.of
+    dead = set(vanished)
+    queue = list(dead)
+    n = 0
+    while queue:
+        for h in used_by.get(queue.pop(), ()):
+            if h in dead:
+                continue
+            kept = of.get(h)
+            if not kept:
+                continue
+            for _, body in kept:  # plain loops: this runs once per support reached
+                for y in body:
+                    if y in dead:
+                        break
+                else:
+                    break  # a support with no dead body fact: h stands
+            else:
+                dead.add(h)
+                queue.append(h)
+                n += 1
+                if limit is not None and n > limit:
+                    return n
     return n
 
 
 def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
-    batch = check_batch(state.plan, batch)
-    base = max(1, sum(1 for n in state.ledger.balance.values() if n > 0))
-    share = _net_change(state, batch) / base
-    if share <= THRESHOLD:
-        delta = psn.apply(state, batch)
-        delta.stats.strategy = f"auto:psn ({share:.1%} of base facts)"
-        return delta
     t0 = time.perf_counter()
+    batch = check_batch(state.plan, batch)
+    appear, vanish = _net_change(state, batch)
+    facts = max(1, state.fact_count())
+    base = max(1, sum(1 for n in state.ledger.balance.values() if n > 0))
+    limit = int(THRESHOLD * facts)
+    inserted = len(appear) / base
+    lost = 0
+    if len(vanish) > 2 * THRESHOLD * base:
+        # so much of the network gone that counting would only confirm a rebuild (at half
+        # the links: 65-96% of the facts suspect on every topology measured), while the
+        # count itself costs a third of a rebuild of what is left
+        why = f"{len(vanish) / base:.0%} of base deleted > {2 * THRESHOLD:.0%}"
+    elif vanish and (lost := suspects(state, ((f.relation, f.args) for f in vanish),
+                                      limit)) > limit:
+        why = f"over {limit:,} suspects ({THRESHOLD:.0%} of the facts)"
+    elif inserted > INSERT_THRESHOLD:
+        why = f"{inserted:.0%} of base inserted > {INSERT_THRESHOLD:.0%}"
+    else:
+        delta = psn.apply(state, batch)
+        delta.stats.strategy = (f"auto:psn ({lost:,} suspects, {lost / facts:.1%} of the "
+                                f"facts; {inserted:.0%} of base inserted)")
+        delta.stats.seconds = time.perf_counter() - t0
+        return delta
     state.ledger.apply(batch)
     fresh = psn.materialize(state.plan, sorted(state.ledger.present(), key=Fact.key),
                             rng=state.rng)
-    stats = BatchStats(strategy=f"auto:rebuild ({share:.1%} of base facts > {THRESHOLD:.0%})",
-                       rounds=1)
+    stats = BatchStats(strategy=f"auto:rebuild ({why})", rounds=1)
     delta = diff_databases(state.db, fresh.db, stats)
     state.db, state.extra = fresh.db, fresh.extra
     stats.pending_deletions = len(state.ledger.pending_deletions())
@@ -72,4 +130,3 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
 
 def explain(state: State, fact: Fact) -> Derivation | None:
     return psn.explain(state, fact)
-
