@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
-from netrules.engine.reference import Binding, head_fact, solve_body
+from netrules.engine.reference import Binding, body_order, head_fact, solve_body
 from netrules.facts import Value
 from netrules.lang import ast
 
@@ -24,21 +24,15 @@ __all__ = ["fire", "fire_from_delta", "negation_variants", "instances_for", "bod
 FactKey = tuple[str, tuple[Value, ...]]
 
 
-def fire(rule: ast.Rule, reads: Mapping[int, Any], neg: Any) -> Iterator[tuple[tuple, Binding]]:
-    """(head row, binding) for every body solution, positive atom j reading ``reads[j]``."""
-    for b in solve_body(rule, reads, neg=neg, order=order_of(rule)):
+def fire(rule: ast.Rule, reads: Mapping[int, Any] | Any, neg: Any, first: int | None = None
+         ) -> Iterator[tuple[tuple, Binding]]:
+    """(head row, binding) for every body solution, positive atom j reading ``reads[j]``;
+    ``first``: the atom to start the join from (the delta's)."""
+    for b in solve_body(rule, reads, neg=neg, order=body_order(rule, first)):
         yield head_fact(rule, b), b
 
 
-def order_of(rule: ast.Rule) -> list[ast.Literal]:
-    """The rule's evaluation order, computed once and kept on the rule object."""
-    cached = rule.__dict__.get("_nr_order")
-    if cached is None:
-        from netrules.lang.check import schedule_body
-
-        cached = schedule_body(rule.body)[0]
-        object.__setattr__(rule, "_nr_order", cached)
-    return cached
+order_of = body_order
 
 
 def fire_from_delta(rules: list[ast.Rule], delta: Any, other: Any, neg: Any) -> set[FactKey]:
@@ -53,7 +47,7 @@ def fire_from_delta(rules: list[ast.Rule], delta: Any, other: Any, neg: Any) -> 
             if not delta.has(a.relation):
                 continue
             reads = {j: (delta if j == i else other) for j in range(len(atoms))}
-            for row, _ in fire(rule, reads, neg):
+            for row, _ in fire(rule, reads, neg, first=i):
                 out.add((rule.head.relation, row))
     return out
 

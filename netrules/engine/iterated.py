@@ -68,12 +68,12 @@ def _fired(rule: ast.Rule, pos_delta: Database, neg_delta: Database, read: Any
     for i, a in enumerate(atoms):
         if pos_delta.has(a.relation):
             reads = {j: (pos_delta if j == i else read) for j in range(len(atoms))}
-            yield from solve_body(rule, reads, neg=read, order=order_of(rule))
+            yield from solve_body(rule, reads, neg=read, order=order_of(rule, i))
     for variant, pos in negation_variants(rule):
         if neg_delta.has(variant.atoms()[pos].relation):
             n = len(variant.atoms())
             reads = {j: (neg_delta if j == pos else read) for j in range(n)}
-            yield from solve_body(variant, reads, neg=read, order=order_of(variant))
+            yield from solve_body(variant, reads, neg=read, order=order_of(variant, pos))
 
 
 def _distinct(bindings: Iterable[dict]) -> list[dict]:

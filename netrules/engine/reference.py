@@ -149,16 +149,35 @@ def _bound_positions(atom: ast.Atom, binding: Binding) -> dict[int, Value]:
     return out
 
 
+def body_order(rule: ast.Rule, first: int | None = None) -> list[ast.Literal]:
+    """The order ``solve_body`` evaluates the body in: atoms as written, each condition as
+    soon as its variables are bound; with ``first``, that positive atom goes first. A delta
+    rule starts from its delta atom, so a small change never scans a whole relation that
+    happens to be written before it. Cached on the rule object."""
+    cache = rule.__dict__.get("_nr_orders")
+    if cache is None:
+        cache = {}
+        object.__setattr__(rule, "_nr_orders", cache)
+    order = cache.get(first)
+    if order is None:
+        body = rule.body
+        if first is not None:
+            lead = rule.atoms()[first]
+            body = (lead, *(x for x in rule.body if x is not lead))
+        order = cache[first] = schedule_body(body)[0]
+    return order
+
+
 def solve_body(rule: ast.Rule, read: Mapping[int, Any] | Any,
                neg: Any = None, order: list[ast.Literal] | None = None,
-               binding: Binding | None = None) -> Iterator[Binding]:
+               binding: Binding | None = None, first: int | None = None
+               ) -> Iterator[Binding]:
     """Every binding satisfying ``rule``'s body. ``read`` gives the database each positive atom
-    (by position among positive atoms) reads from, or one database for all; negations read
-    ``neg`` (default: the same database)."""
+    (by position among positive atoms, as written) reads from, or one database for all;
+    negations read ``neg`` (default: the same database); ``first``: the atom to start from."""
     if order is None:
-        order, _ = schedule_body(rule.body)
-    # atoms are scheduled in written order, so the k-th atom of ``order`` is body atom k
-    atom_no = {id(a): i for i, a in enumerate(x for x in order if isinstance(x, ast.Atom))}
+        order = body_order(rule, first)
+    atom_no = {id(a): i for i, a in enumerate(rule.atoms())}
 
     def db_for(atom: ast.Atom) -> Database:
         return read[atom_no[id(atom)]] if isinstance(read, Mapping) else read

@@ -146,7 +146,7 @@ def _round_fn(plan: Plan, stratum: Stratum, pmap: PartitionMap, first: bool):
                     if not frontier.rel.get(atom.relation):
                         continue
                     reads = {j: (frontier if j == i else db) for j in range(len(atoms))}
-                    for b in solve_body(rule, reads, neg=db):
+                    for b in solve_body(rule, reads, neg=db, first=i):
                         row = head_fact(rule, b)
                         if emit(rule.head.relation, row):
                             nxt.add(rule.head.relation, row)

@@ -64,14 +64,14 @@ def _fire_changed(rule: ast.Rule, changed_pos: Minus, changed_neg: Minus, other:
     for i, a in enumerate(atoms):
         if _has_rows(changed_pos, a.relation):
             reads = {j: (changed_pos if j == i else other) for j in range(len(atoms))}
-            for row, _ in fire(rule, reads, neg):
+            for row, _ in fire(rule, reads, neg, first=i):
                 yield row
     for variant, pos in negation_variants(rule):
         rel = variant.atoms()[pos].relation
         if _has_rows(changed_neg, rel):
             n = len(variant.atoms())
             reads = {j: (changed_neg if j == pos else other) for j in range(n)}
-            for row, _ in fire(variant, reads, neg):
+            for row, _ in fire(variant, reads, neg, first=pos):
                 yield row
 
 
@@ -94,15 +94,15 @@ def _binding_changes(rule: ast.Rule, I: Database, D: Database, A: Database
         firings = []
         for i, a in enumerate(atoms):
             if _has_rows(changed_pos, a.relation):
-                firings.append((rule, {j: (changed_pos if j == i else other)
-                                       for j in range(len(atoms))}))
+                firings.append((rule, i, {j: (changed_pos if j == i else other)
+                                          for j in range(len(atoms))}))
         for variant, pos in negation_variants(rule):
             if _has_rows(changed_neg, variant.atoms()[pos].relation):
                 n = len(variant.atoms())
-                firings.append((variant, {j: (changed_neg if j == pos else other)
-                                          for j in range(n)}))
-        for r, reads in firings:
-            for b in solve_body(r, reads, neg=other):
+                firings.append((variant, pos, {j: (changed_neg if j == pos else other)
+                                               for j in range(n)}))
+        for r, first, reads in firings:
+            for b in solve_body(r, reads, neg=other, first=first):
                 key = frozenset(kv for kv in b.items() if isinstance(kv[0], str))
                 if key not in out[idx] and not _holds(rule, b, check_in):
                     out[idx][key] = b
