@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python bench/engine.py --topology topohub:backbone/americas --events 20 --dred-events 1 \
   --out bench/out/americas.json --doc
+# recursion through a_MIN: best routes against all-pairs Dijkstra (about 10 minutes)
+python bench/engine.py --topology topohub:topozoo/TataNld --program best_routes --events 10 \
+  --dred-events 3 --strategies psn,dred --out bench/out/engine_best_routes.json --doc
 # crossover on backbone/north_america, every registered strategy, median of 3 (about 20 minutes)
 python bench/crossover.py --repeats 3 --cap 30 --out bench/out/crossover.json \
   --plot docs/img/crossover.png --doc
