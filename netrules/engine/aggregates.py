@@ -100,3 +100,25 @@ class AggIndex:
                 g.extreme = pick(g.values, key=sort_key)  # this group's values only
                 g.stale = False
         return touched
+
+    def key_of(self, b: Binding) -> tuple:
+        """The group a body binding belongs to."""
+        return self._key_value(b)[0]
+
+    def move(self, removed: Iterable[Binding], added: Iterable[Binding]
+             ) -> tuple[set[tuple], set[tuple]]:
+        """``update``, returning the head rows that went and the ones that came (a group
+        whose extreme, count or sum did not change gives neither)."""
+        removed, added = list(removed), list(added)
+        keys = {self.key_of(b) for b in (*removed, *added)}
+        before = {k: self.row(k) for k in keys}
+        self.update(removed, added)
+        gone, came = set(), set()
+        for k in keys:
+            old, now = before[k], self.row(k)
+            if old != now:
+                if old is not None:
+                    gone.add(old)
+                if now is not None:
+                    came.add(now)
+        return gone, came

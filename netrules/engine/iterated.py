@@ -115,16 +115,9 @@ def _step(rules: list[ast.Rule], prev_in: Any, now_in: Any, prev_out: Any,
             ix = aggs[id(rule)]
             stopped = _distinct(_fired(rule, d_in, a_in, prev_in))
             started = _distinct(_fired(rule, a_in, d_in, now_in))
-            keys = {ix._key_value(b)[0] for b in (*stopped, *started)}
-            before = {k: ix.row(k) for k in keys}
-            ix.update(stopped, started)
-            for k in keys:
-                old, now = before[k], ix.row(k)
-                if old != now:
-                    if old is not None:
-                        lost.add((rel, old))
-                    if now is not None:
-                        found.add((rel, now))
+            went, came = ix.move(stopped, started)
+            lost.update((rel, row) for row in went)
+            found.update((rel, row) for row in came)
         else:
             lost.update((rel, head_fact(rule, b)) for b in _fired(rule, d_in, a_in, prev_in))
             found.update((rel, head_fact(rule, b)) for b in _fired(rule, a_in, d_in, now_in))
@@ -255,7 +248,7 @@ def _overdelete(stratum: Stratum, old: Any, d_in: Database, a_in: Database, aggs
             rel = rule.head.relation
             if rule.head.aggregate():
                 ix = aggs[id(rule)]
-                rows = {ix.row(ix._key_value(b)[0]) for b in _fired(rule, pos, neg, old)}
+                rows = {ix.row(ix.key_of(b)) for b in _fired(rule, pos, neg, old)}
             else:
                 rows = {head_fact(rule, b) for b in _fired(rule, pos, neg, old)}
             for row in rows:

@@ -129,17 +129,10 @@ def _aggregate_changes(state: State, stratum: Stratum, I: Database, D: Database,
         if not any(D.rel.get(r) or A.rel.get(r) for r in body_rels):
             continue
         removed, added = _binding_changes(rule, I, D, A)
-        keys = {ix._key_value(b)[0] for b in (*removed, *added)}
-        before = {k: ix.row(k) for k in keys}
-        ix.update(removed, added)
         rel = rule.head.relation
-        for k in keys:
-            old, now = before[k], ix.row(k)
-            if old != now:
-                if old is not None:
-                    gone.add((rel, old))
-                if now is not None:
-                    rows.add((rel, now))
+        went, came = ix.move(removed, added)
+        gone.update((rel, row) for row in went)
+        rows.update((rel, row) for row in came)
     return gone, rows, used
 
 
