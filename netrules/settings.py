@@ -43,7 +43,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("batch_events", 500,
             "--once: at most this many events per batch (a batch never spans two segments)."),
     Setting("strategy", "auto", "Maintenance strategy: auto (psn, or a rebuild past the "
-            "crossover), psn, dred or rematerialize."),
+            "crossover), psn, dred, fbf, counting or rematerialize; per-view overrides after "
+            "commas, e.g. auto,bestPath=dred (psn, dred or fbf)."),
     Setting("engine", "reference",
             "Who maintains the views: reference (in-process) or spark (views mirrored in Spark)."),
     Setting("max_derivations", 20_000,

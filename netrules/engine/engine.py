@@ -26,9 +26,19 @@ class Engine:
 
     def __init__(self, plan: Plan, strategy: str = "auto", *, rng: random.Random | None = None
                  ) -> None:
+        """``strategy`` may carry per-view overrides: ``"auto,bestPath=dred"``."""
         self.plan = plan
-        self.strategy = strategies.get(strategy)
-        self.state: State = self.strategy.materialize(plan, [], rng=rng)
+        name, overrides = strategies.parse_spec(strategy)
+        unknown = sorted(set(overrides) - set(plan.arity))
+        if unknown:
+            raise EngineError(f"strategy {strategy!r} names {', '.join(unknown)}, not a "
+                              f"relation of the program ({', '.join(sorted(plan.arity))})")
+        self.strategy = strategies.get(name)
+        if overrides:
+            self.state: State = self.strategy.materialize(plan, [], rng=rng,
+                                                          overrides=overrides)
+        else:
+            self.state = self.strategy.materialize(plan, [], rng=rng)
         self.batches = 0
 
     def apply(self, batch: Iterable[tuple[str, Fact]]) -> Delta:

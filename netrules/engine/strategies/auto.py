@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from netrules.engine.firing import FactKey
 from netrules.engine.strategies import psn
@@ -43,8 +43,9 @@ INSERT_THRESHOLD = 0.15  # inserted / present base facts above which a rebuild d
 
 
 def materialize(plan: Plan, facts: Iterable[Fact] = (), *,
-                rng: random.Random | None = None) -> State:
-    state = psn.materialize(plan, facts, rng=rng)
+                rng: random.Random | None = None,
+                overrides: Mapping[str, str] | None = None) -> State:
+    state = psn.materialize(plan, facts, rng=rng, overrides=overrides)
     state.strategy = name
     return state
 
@@ -119,7 +120,7 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
         return delta
     state.ledger.apply(batch)
     fresh = psn.materialize(state.plan, sorted(state.ledger.present(), key=Fact.key),
-                            rng=state.rng)
+                            rng=state.rng, overrides=state.extra.get("overrides"))
     stats = BatchStats(strategy=f"auto:rebuild ({why})", rounds=1)
     delta = diff_databases(state.db, fresh.db, stats)
     state.db, state.extra = fresh.db, fresh.extra

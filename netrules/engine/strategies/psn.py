@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import gc
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from netrules.engine.firing import FactKey, body_facts, fire, instances_for
@@ -132,7 +132,11 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _eligible(stratum: Stratum) -> bool:
+def _eligible(stratum: Stratum, overrides: Mapping[str, str] | None = None) -> bool:
+    """PSN keeps supports for this stratum (no negation or aggregate, no view switched to
+    another routine by a per-view override)."""
+    if overrides and any(overrides.get(r, "psn") != "psn" for r in stratum.relations):
+        return False
     return not stratum.aggregates and not stratum.negation
 
 
@@ -243,25 +247,38 @@ def _psn_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
     state.extra["records"] = sup.records
 
 
-def _stratum_fn(stratum: Stratum):
-    return _psn_stratum if _eligible(stratum) else dred.dred_stratum
+def _stratum_fn_for(state: State):
+    """Per stratum: PSN where it keeps supports, else DRed, or FBF where a view asks for it."""
+    overrides = state.extra.get("overrides") or {}
+
+    def pick(stratum: Stratum):
+        if _eligible(stratum, overrides):
+            return _psn_stratum
+        if any(overrides.get(r) == "fbf" for r in stratum.relations):
+            from netrules.engine.strategies import fbf
+
+            return fbf._stratum_fn(stratum)
+        return dred.dred_stratum
+    return pick
 
 
 def materialize(plan: Plan, facts: Iterable[Fact] = (), *, rng: random.Random | None = None,
-                k: int = DEFAULT_K) -> State:
-    """From scratch, ranks and supports recorded on the way (see ``_materialize``)."""
+                k: int = DEFAULT_K, overrides: Mapping[str, str] | None = None) -> State:
+    """From scratch, ranks and supports recorded on the way (see ``_materialize``);
+    ``overrides`` maps views to the routine that maintains them instead (``parse_spec``)."""
     with gc_paused():
-        return _materialize(plan, facts, rng=rng, k=k)
+        return _materialize(plan, facts, rng=rng, k=k, overrides=dict(overrides or {}))
 
 
 def _materialize(plan: Plan, facts: Iterable[Fact], *, rng: random.Random | None,
-                 k: int) -> State:
+                 k: int, overrides: dict[str, str]) -> State:
     """From scratch, with ranks and supports recorded on the way: semi-naive rounds over one
     database (no deletion bookkeeping to layer views for), each derivation kept as a support
     while its body ranks stay below the head's."""
     state = State(plan, Database(), BaseLedger(), name, rng)
     sup = state.extra["supports"] = _Supports(k)
     rule_index = state.extra["rule_index"] = {id(r): i for i, r in enumerate(plan.rules)}
+    state.extra["overrides"] = overrides
     all_facts = [*plan.program.facts, *facts]
     state.ledger.apply([("+", f) for f in all_facts])
     db = state.db
@@ -269,7 +286,7 @@ def _materialize(plan: Plan, facts: Iterable[Fact], *, rng: random.Random | None
         db.add(f.relation, f.args)
     rank = sup.rank
     for stratum in plan.strata:
-        if not _eligible(stratum):
+        if not _eligible(stratum, overrides):
             if stratum.iterated:
                 evaluate_iterated(stratum, db)
             else:
@@ -327,7 +344,7 @@ def _materialize(plan: Plan, facts: Iterable[Fact], *, rng: random.Random | None
 
 def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
     with gc_paused():
-        delta = dred.apply(state, batch, _stratum_fn)
+        delta = dred.apply(state, batch, _stratum_fn_for(state))
     # removed base and lower facts no longer index anything
     sup: _Supports = state.extra["supports"]
     for rel, rows in delta.removed.items():
