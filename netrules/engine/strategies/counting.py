@@ -196,7 +196,7 @@ def _instances(rule: ast.Rule, plus: object, minus: object, cond: Cond) -> Itera
         if not P.has(a.relation):  # type: ignore[attr-defined]
             continue
         reads = {j: (plus_not_p if j < k else P if j == k else plus) for j in range(len(atoms))}
-        for row, b in fire(rule, reads, minus):
+        for row, b in fire(rule, reads, minus, first=k):
             yield row, body_facts(rule, b), b
     negs = _negations(rule)
     for idx, (variant, pos) in enumerate(negation_variants(rule)):
@@ -205,7 +205,7 @@ def _instances(rule: ast.Rule, plus: object, minus: object, cond: Cond) -> Itera
         n = len(variant.atoms())
         reads = {j: (N if j == pos else plus_not_p) for j in range(n)}
         seen: set[tuple[FactKey, ...]] = set()  # `not r(X,_)`: one instance, many r rows
-        for row, b in fire(variant, reads, minus):
+        for row, b in fire(variant, reads, minus, first=pos):
             vbody = body_facts(variant, b)
             body = vbody[:pos] + vbody[pos + 1:]
             if body in seen or any(_neg_hit(rule, lit, b, N) for lit in negs[:idx]):

@@ -212,7 +212,7 @@ def _psn_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
                     continue
                 reads = {j: (cur if j < i else delta if j == i else old)
                          for j in range(len(atoms))}
-                for row, b in fire(rule, reads, cur):
+                for row, b in fire(rule, reads, cur, first=i):
                     h = (rule.head.relation, row)
                     body = body_facts(rule, b)
                     r = rank_of(body)
@@ -310,7 +310,7 @@ def _materialize(plan: Plan, facts: Iterable[Fact], *, rng: random.Random | None
                                                   for j in range(len(atoms))}
                     # no snapshot of the firings: lookups return lists, and a fact added
                     # while they run is in ``new``, so the next round fires from it anyway
-                    for row, b in fire(rule, reads, db):
+                    for row, b in fire(rule, reads, db, first=i):
                         h = (head_rel, row)
                         if row in seen:
                             # most derivations of a known fact: once it has K supports, or
