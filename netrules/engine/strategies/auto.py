@@ -119,11 +119,12 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
         delta.stats.seconds = time.perf_counter() - t0
         return delta
     state.ledger.apply(batch)
-    fresh = psn.materialize(state.plan, sorted(state.ledger.present(), key=Fact.key),
-                            rng=state.rng, overrides=state.extra.get("overrides"))
-    stats = BatchStats(strategy=f"auto:rebuild ({why})", rounds=1)
-    delta = diff_databases(state.db, fresh.db, stats)
-    state.db, state.extra = fresh.db, fresh.extra
+    with psn.gc_paused():  # the diff and the old state's release allocate and free a lot
+        fresh = psn.materialize(state.plan, sorted(state.ledger.present(), key=Fact.key),
+                                rng=state.rng, overrides=state.extra.get("overrides"))
+        stats = BatchStats(strategy=f"auto:rebuild ({why})", rounds=1)
+        delta = diff_databases(state.db, fresh.db, stats)
+        state.db, state.extra = fresh.db, fresh.extra
     stats.pending_deletions = len(state.ledger.pending_deletions())
     stats.seconds = time.perf_counter() - t0
     return delta
