@@ -14,12 +14,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
-from netrules.engine.reference import Binding, body_order, head_fact, solve_body
+from netrules.engine.reference import Binding, Database, body_order, head_fact, solve_body
 from netrules.facts import Value
 from netrules.lang import ast
 
 __all__ = ["fire", "fire_from_delta", "negation_variants", "instances_for", "body_facts",
-           "order_of", "FactKey"]
+           "order_of", "changed_bindings", "FactKey"]
 
 FactKey = tuple[str, tuple[Value, ...]]
 
@@ -50,6 +50,32 @@ def fire_from_delta(rules: list[ast.Rule], delta: Any, other: Any, neg: Any) -> 
             for row, _ in fire(rule, reads, neg, first=i):
                 out.add((rule.head.relation, row))
     return out
+
+
+def _may_hold(db: Any, relation: str) -> bool:
+    """Whether ``db`` has rows of ``relation`` (a view is asked by a lookup: ``Minus.has``
+    only says whether its left side may)."""
+    if isinstance(db, Database):
+        return db.has(relation)
+    return any(True for _ in db.lookup(relation, {}))
+
+
+def changed_bindings(rule: ast.Rule, pos_delta: Any, neg_delta: Any, other: Any, neg: Any
+                     ) -> Iterator[Binding]:
+    """Bindings of instances with a positive atom in ``pos_delta`` or a negated atom whose fact
+    is in ``neg_delta`` (fed in positively through ``negation_variants``); every other atom
+    reads ``other``, remaining negations ``neg``. Each join starts from the changed atom. An
+    instance with two changed atoms is found twice (callers dedupe where counts matter)."""
+    atoms = rule.atoms()
+    for i, a in enumerate(atoms):
+        if _may_hold(pos_delta, a.relation):
+            reads = {j: (pos_delta if j == i else other) for j in range(len(atoms))}
+            yield from solve_body(rule, reads, neg=neg, order=body_order(rule, i))
+    for variant, pos in negation_variants(rule):
+        if _may_hold(neg_delta, variant.atoms()[pos].relation):
+            n = len(variant.atoms())
+            reads = {j: (neg_delta if j == pos else other) for j in range(n)}
+            yield from solve_body(variant, reads, neg=neg, order=body_order(variant, pos))
 
 
 @functools.cache

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from netrules.engine.aggregates import AggIndex
-from netrules.engine.firing import FactKey, fire, instances_for, negation_variants, order_of
+from netrules.engine.firing import FactKey, changed_bindings, fire, instances_for, order_of
 from netrules.engine.reference import (
     Database,
     Overlay,
@@ -64,16 +64,7 @@ def _fired(rule: ast.Rule, pos_delta: Database, neg_delta: Database, read: Any
            ) -> Iterable[dict]:
     """Bindings over ``read`` with a positive atom in ``pos_delta`` or a negated atom whose
     fact is in ``neg_delta`` (which therefore held, or no longer holds, in ``read``)."""
-    atoms = rule.atoms()
-    for i, a in enumerate(atoms):
-        if pos_delta.has(a.relation):
-            reads = {j: (pos_delta if j == i else read) for j in range(len(atoms))}
-            yield from solve_body(rule, reads, neg=read, order=order_of(rule, i))
-    for variant, pos in negation_variants(rule):
-        if neg_delta.has(variant.atoms()[pos].relation):
-            n = len(variant.atoms())
-            reads = {j: (neg_delta if j == pos else read) for j in range(n)}
-            yield from solve_body(variant, reads, neg=read, order=order_of(variant, pos))
+    return changed_bindings(rule, pos_delta, neg_delta, read, read)
 
 
 def _distinct(bindings: Iterable[dict]) -> list[dict]:

@@ -176,15 +176,21 @@ def test_network_programs(strategy, name: str, stream, seed: int) -> None:
     check_stream(strategy, plan_program(programs.load(name)), *stream, seed)
 
 
+def signed_stream(draw: st.DrawFn, fact: st.SearchStrategy, max_initial: int = 6):
+    """Initial facts drawn from ``fact``, then 1-4 batches of 1-3 signed updates of it
+    (duplicates, deletions of absent facts and flaps included)."""
+    initial = draw(st.lists(fact, max_size=max_initial, unique=True))
+    batches = [[(draw(st.sampled_from("+-")), draw(fact)) for _ in range(draw(st.integers(1, 3)))]
+               for _ in range(draw(st.integers(1, 4)))]
+    return initial, batches
+
+
 @st.composite
 def nexthop_stream(draw: st.DrawFn):
     nodes = list(range(draw(st.integers(2, 5))))
     hop = st.builds(lambda s, d, n: Fact("nexthop", (s, d, n)), st.sampled_from(nodes),
                     st.sampled_from(nodes[:2]), st.sampled_from(nodes))
-    initial = draw(st.lists(hop, max_size=6, unique=True))
-    batches = [[(draw(st.sampled_from("+-")), draw(hop)) for _ in range(draw(st.integers(1, 3)))]
-               for _ in range(draw(st.integers(1, 4)))]
-    return initial, batches
+    return signed_stream(draw, hop)
 
 
 @settings(max_examples=100)

@@ -20,7 +20,7 @@ from netrules.engine.reference import evaluate_program
 from netrules.facts import Fact
 from netrules.lang import ast, parse_program
 from netrules.plan import plan_program
-from tests.engine.test_differential import check_stream, update_stream
+from tests.engine.test_differential import check_stream, signed_stream, update_stream
 from tests.lang.test_patterns import DECL, path_exprs
 
 Pair = tuple[object, object]
@@ -242,10 +242,7 @@ def hop_stream(draw: st.DrawFn):
     nodes = list(range(draw(st.integers(2, 5))))
     hop = st.builds(lambda s, n: Fact("hop", (s, n)), st.sampled_from(nodes),
                     st.sampled_from(nodes))
-    initial = draw(st.lists(hop, max_size=6, unique=True))
-    batches = [[(draw(st.sampled_from("+-")), draw(hop)) for _ in range(draw(st.integers(1, 3)))]
-               for _ in range(draw(st.integers(1, 4)))]
-    return initial, batches
+    return signed_stream(draw, hop)
 
 
 @settings(max_examples=25)
@@ -263,10 +260,7 @@ def link_maintenance_stream(draw: st.DrawFn):
                   st.sampled_from(nodes)),
         st.builds(lambda a, b: Fact("maintenance", (a, b)), st.sampled_from(nodes),
                   st.sampled_from(nodes)))
-    initial = draw(st.lists(fact, max_size=7, unique=True))
-    batches = [[(draw(st.sampled_from("+-")), draw(fact)) for _ in range(draw(st.integers(1, 3)))]
-               for _ in range(draw(st.integers(1, 4)))]
-    return initial, batches
+    return signed_stream(draw, fact, max_initial=7)
 
 
 @settings(max_examples=25)

@@ -17,14 +17,13 @@ from collections.abc import Callable, Iterable
 from netrules.engine.aggregates import AggIndex
 from netrules.engine.firing import (
     FactKey,
-    fire,
+    changed_bindings,
     fire_from_delta,
     instances_for,
-    negation_variants,
 )
 from netrules.engine.iterated import maintain_iterated
 from netrules.engine.ledger import BaseLedger
-from netrules.engine.reference import Database, solve_body
+from netrules.engine.reference import Database, head_fact, solve_body
 from netrules.engine.strategies.base import (
     BatchStats,
     Delta,
@@ -46,12 +45,6 @@ name = "dred"
 StratumFn = Callable[[State, Stratum, Database, Database, Database, BatchStats], None]
 
 
-def _has_rows(db: Database | Minus, relation: str) -> bool:
-    if isinstance(db, Database):
-        return bool(db.rel.get(relation))
-    return any(True for _ in db.lookup(relation, {}))
-
-
 def _recursive_positions(rule: ast.Rule, stratum: Stratum) -> list[int]:
     return [i for i, a in enumerate(rule.atoms()) if a.relation in stratum.relations]
 
@@ -60,19 +53,8 @@ def _fire_changed(rule: ast.Rule, changed_pos: Minus, changed_neg: Minus, other:
                   neg: object) -> Iterable[tuple]:
     """Heads of instances with a positive atom in ``changed_pos`` or a negated atom whose fact
     is in ``changed_neg``; all other atoms read ``other``, remaining negations ``neg``."""
-    atoms = rule.atoms()
-    for i, a in enumerate(atoms):
-        if _has_rows(changed_pos, a.relation):
-            reads = {j: (changed_pos if j == i else other) for j in range(len(atoms))}
-            for row, _ in fire(rule, reads, neg, first=i):
-                yield row
-    for variant, pos in negation_variants(rule):
-        rel = variant.atoms()[pos].relation
-        if _has_rows(changed_neg, rel):
-            n = len(variant.atoms())
-            reads = {j: (changed_neg if j == pos else other) for j in range(n)}
-            for row, _ in fire(variant, reads, neg, first=pos):
-                yield row
+    for b in changed_bindings(rule, changed_pos, changed_neg, other, neg):
+        yield head_fact(rule, b)
 
 
 def _holds(rule: ast.Rule, b: dict, db: object) -> bool:
@@ -90,22 +72,10 @@ def _binding_changes(rule: ast.Rule, I: Database, D: Database, A: Database
     out: list[dict[frozenset, dict]] = [{}, {}]
     for idx, (changed_pos, changed_neg, other, check_in) in enumerate(
             ((d_a, a_d, I, new), (a_d, d_a, new, I))):
-        atoms = rule.atoms()
-        firings = []
-        for i, a in enumerate(atoms):
-            if _has_rows(changed_pos, a.relation):
-                firings.append((rule, i, {j: (changed_pos if j == i else other)
-                                          for j in range(len(atoms))}))
-        for variant, pos in negation_variants(rule):
-            if _has_rows(changed_neg, variant.atoms()[pos].relation):
-                n = len(variant.atoms())
-                firings.append((variant, pos, {j: (changed_neg if j == pos else other)
-                                               for j in range(n)}))
-        for r, first, reads in firings:
-            for b in solve_body(r, reads, neg=other, first=first):
-                key = frozenset(kv for kv in b.items() if isinstance(kv[0], str))
-                if key not in out[idx] and not _holds(rule, b, check_in):
-                    out[idx][key] = b
+        for b in changed_bindings(rule, changed_pos, changed_neg, other, other):
+            key = frozenset(kv for kv in b.items() if isinstance(kv[0], str))
+            if key not in out[idx] and not _holds(rule, b, check_in):
+                out[idx][key] = b
     return list(out[0].values()), list(out[1].values())
 
 
