@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from netrules.engine import strategies
 from netrules.engine.reference import solve_body
 from netrules.engine.strategies.base import Delta, Derivation, State
-from netrules.errors import EngineError
+from netrules.errors import EngineError, NetrulesError
 from netrules.facts import Fact
 from netrules.lang import ast
 from netrules.plan import Plan
@@ -34,6 +34,7 @@ class Engine:
             raise EngineError(f"strategy {strategy!r} names {', '.join(unknown)}, not a "
                               f"relation of the program ({', '.join(sorted(plan.arity))})")
         self.strategy = strategies.get(name)
+        self._rng, self._overrides = rng, overrides
         if overrides:
             self.state: State = self.strategy.materialize(plan, [], rng=rng,
                                                           overrides=overrides)
@@ -42,10 +43,28 @@ class Engine:
         self.batches = 0
 
     def apply(self, batch: Iterable[tuple[str, Fact]]) -> Delta:
-        """Apply one batch of signed base facts; returns the net change of every relation."""
-        delta = self.strategy.apply(self.state, list(batch))
+        """Apply one batch of signed base facts; returns the net change of every relation.
+        A batch that fails (a builtin error on the new facts, an aggregate recursion that
+        does not settle) leaves the views and the ledger as they were before it."""
+        balance = dict(self.state.ledger.balance)
+        try:
+            delta = self.strategy.apply(self.state, list(batch))
+        except NetrulesError:
+            self._restore(balance)
+            raise
         self.batches += 1
         return delta
+
+    def _restore(self, balance: dict[Fact, int]) -> None:
+        """Rebuild the state from the ledger as it stood (strategies change their state in
+        place while a batch runs, so a failed one is not simply undone)."""
+        kw = {"overrides": self._overrides} if self._overrides else {}
+        state = self.strategy.materialize(self.plan, [], rng=self._rng, **kw)
+        present = [f for f, n in balance.items() if n > 0]
+        self.strategy.apply(state, [("+", f) for f in sorted(present, key=Fact.key)])
+        state.ledger.balance.clear()
+        state.ledger.balance.update(balance)
+        self.state = state
 
     def load(self, facts: Iterable[Fact]) -> Delta:
         return self.apply(("+", f) for f in facts)

@@ -55,3 +55,25 @@ def test_overridden_view_stays_exact(spec: str) -> None:
         engine.apply([(sign, f)])
         want = evaluate_program(plan, sorted(present, key=Fact.key))
         assert set(engine.view("reachable")) == set(want.get("reachable", []))
+
+
+@pytest.mark.parametrize("spec", ["psn", "dred", "auto", "counting", "auto,p=dred"])
+def test_failed_batch_loses_no_state(spec: str) -> None:
+    """A batch whose new facts make a rule fail (division by zero) raises an error naming
+    the rule, and leaves views and ledger as they were: the next batch is exact."""
+    from netrules.errors import EvalError
+    from netrules.lang import parse_program
+
+    plan = plan_program(parse_program("p(X, Y) :- q(X), Y := 10 / X.\nr(X) :- p(X, _)."))
+    engine = Engine(plan, spec)
+    engine.load([Fact("q", (1,), None), Fact("q", (5,), None)])
+    before, present = engine.views(), engine.state.ledger.present()
+    with pytest.raises(EvalError, match=r"<program>:1:1: division by zero"):
+        engine.apply([("-", Fact("q", (5,), None)), ("+", Fact("q", (0,), None))])
+    assert engine.views() == before
+    assert engine.state.ledger.present() == present
+    assert engine.pending_deletions() == {}
+    engine.apply([("-", Fact("q", (1,), None)), ("+", Fact("q", (2,), None))])
+    want = evaluate_program(plan, [Fact("q", (5,), None), Fact("q", (2,), None)])
+    assert {r: set(v) for r, v in engine.views().items() if v} == \
+        {r: set(v) for r, v in want.items() if v}
