@@ -29,11 +29,16 @@ Binding = dict[str, Value]
 
 
 class Database:
-    """Facts per relation with lazily built hash indexes on bound argument positions."""
+    """Facts per relation with lazily built hash indexes on bound argument positions.
+
+    An index bucket is a dict used as an ordered set: removing one fact is O(1) (as a list,
+    deleting a bridge's 49,000 facts from americas' 1,138-row buckets took 9 s of list
+    scans) and lookups still return rows in insertion order, so runs repeat exactly.
+    """
 
     def __init__(self, facts: Iterable[Fact] = ()) -> None:
         self.rel: dict[str, set[tuple[Value, ...]]] = defaultdict(set)
-        self._idx: dict[tuple[str, tuple[int, ...]], dict[tuple, list[tuple]]] = {}
+        self._idx: dict[tuple[str, tuple[int, ...]], dict[tuple, dict[tuple, None]]] = {}
         for f in facts:
             self.add(f.relation, f.args)
 
@@ -44,7 +49,7 @@ class Database:
         rows.add(args)
         for (r, pos), index in self._idx.items():
             if r == relation:
-                index.setdefault(tuple(args[p] for p in pos), []).append(args)
+                index.setdefault(tuple(args[p] for p in pos), {})[args] = None
         return True
 
     def discard(self, relation: str, args: tuple[Value, ...]) -> bool:
@@ -54,9 +59,12 @@ class Database:
         rows.discard(args)
         for (r, pos), index in self._idx.items():
             if r == relation:
-                bucket = index.get(tuple(args[p] for p in pos))
+                key = tuple(args[p] for p in pos)
+                bucket = index.get(key)
                 if bucket is not None:
-                    bucket.remove(args)
+                    bucket.pop(args, None)
+                    if not bucket:
+                        del index[key]
         return True
 
     def __contains__(self, item: tuple[str, tuple[Value, ...]]) -> bool:
@@ -72,12 +80,16 @@ class Database:
         if not bound:
             return list(rows)  # a snapshot: callers may add while they iterate
         pos = tuple(sorted(bound))
+        if len(pos) == len(next(iter(rows))) and pos[-1] == len(pos) - 1:
+            # every argument bound: a membership test, not a whole-relation index
+            row = tuple(bound[p] for p in pos)
+            return [row] if row in rows else []
         key = (relation, pos)
         index = self._idx.get(key)
         if index is None:
             index = {}
             for row in rows:
-                index.setdefault(tuple(row[p] for p in pos), []).append(row)
+                index.setdefault(tuple(row[p] for p in pos), {})[row] = None
             self._idx[key] = index
         return list(index.get(tuple(bound[p] for p in pos), ()))
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from netrules.engine.reference import Database
 from netrules.facts import Value
 
-__all__ = ["Minus", "Union", "Readable"]
+__all__ = ["Minus", "Union", "Patched", "Readable"]
 
 
 class Readable:
@@ -65,3 +65,51 @@ class Union(Readable):
 
     def has(self, relation: str) -> bool:
         return self.a.has(relation) or self.b.has(relation)
+
+
+class Patched(Readable):
+    """``((base \\ hide₁ \\ hide₂ …) ∪ show₁ ∪ show₂ …) \\ drop₁ …`` in one layer.
+
+    The same set as the nested ``Minus``/``Union`` it replaces, read with one pass over plain
+    row sets: a nest five deep turned every probe of PSN's rederivation into ten Python calls
+    and a key tuple per layer (94,000 suspects on americas spent half their time there). The
+    layers stay live: facts added to or removed from them later are seen.
+    """
+
+    def __init__(self, base: Database, hide: Iterable[Database] = (),
+                 show: Iterable[Database] = (), drop: Iterable[Database] = ()) -> None:
+        self.base, self.hide, self.show, self.drop = base, tuple(hide), tuple(show), tuple(drop)
+
+    def _visible_in_base(self, relation: str, row: tuple) -> bool:
+        if row not in self.base.rel.get(relation, ()):
+            return False
+        return not any(row in h.rel.get(relation, ()) for h in self.hide)
+
+    def lookup(self, relation: str, bound: Mapping[int, Value]) -> Iterable[tuple]:
+        hides = [s for h in self.hide if (s := h.rel.get(relation))]
+        drops = [s for d in self.drop if (s := d.rel.get(relation))]
+        rows = self.base.lookup(relation, bound)
+        if hides or drops:
+            rows = [r for r in rows if not any(r in s for s in hides)
+                    and not any(r in s for s in drops)]
+        elif not isinstance(rows, list):
+            rows = list(rows)
+        shows = [d for d in self.show if d.rel.get(relation)]
+        if shows:
+            seen = set(rows)
+            for d in shows:
+                for r in d.lookup(relation, bound):
+                    if r not in seen and not any(r in s for s in drops):
+                        seen.add(r)
+                        rows.append(r)
+        return rows
+
+    def has(self, relation: str) -> bool:
+        return self.base.has(relation) or any(d.has(relation) for d in self.show)
+
+    def __contains__(self, item: tuple[str, tuple]) -> bool:
+        relation, row = item
+        if any(row in d.rel.get(relation, ()) for d in self.drop):
+            return False
+        return self._visible_in_base(relation, row) or any(
+            row in d.rel.get(relation, ()) for d in self.show)

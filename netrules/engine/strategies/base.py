@@ -124,16 +124,16 @@ class Strategy(Protocol):
 
 
 def diff_databases(old: Database, new: Database, stats: BatchStats) -> Delta:
-    """The Delta turning ``old`` into ``new`` (for strategies that recompute from scratch)."""
+    """The Delta turning ``old`` into ``new`` (for strategies that recompute from scratch);
+    set differences per relation, so a rebuild that drops most of a view pays C speed, not a
+    Python call per fact, to say so."""
     delta = Delta(stats=stats)
-    for rel, rows in old.rel.items():
-        for row in rows:
-            if (rel, row) not in new:
-                delta.remove((rel, row))
-    for rel, rows in new.rel.items():
-        for row in rows:
-            if (rel, row) not in old:
-                delta.add((rel, row))
+    for rel in old.rel.keys() | new.rel.keys():
+        before, after = old.rel.get(rel, set()), new.rel.get(rel, set())
+        if gone := before - after:
+            delta.removed[rel] = gone
+        if came := after - before:
+            delta.added[rel] = came
     stats.added = sum(len(v) for v in delta.added.values())
     stats.removed = sum(len(v) for v in delta.removed.values())
     return delta

@@ -38,7 +38,7 @@ from netrules.engine.strategies.base import (
     State,
     explain_by_search,
 )
-from netrules.engine.views import Minus, Union
+from netrules.engine.views import Patched
 from netrules.facts import Fact
 from netrules.lang import ast
 from netrules.plan import Plan, Stratum
@@ -52,7 +52,13 @@ Support = tuple[int, tuple[FactKey, ...]]  # (rule index in plan.rules, body fac
 
 
 class _Supports:
-    """Kept supports per fact, their ranks, and the reverse index body fact -> heads."""
+    """Kept supports per fact, their ranks, and the reverse index body fact -> heads.
+
+    ``canon`` holds one key tuple per fact that materialisation's supports share: without it
+    every support held two fresh ``(relation, row)`` tuples, 150,000 objects on a 64,000-fact
+    view, and freeing them was most of what a rebuild past the crossover paid over
+    rematerialising. Keys made later by maintenance need not be canonical (equal is enough).
+    """
 
     def __init__(self, k: int) -> None:
         self.k = k
@@ -60,6 +66,7 @@ class _Supports:
         self.rank: dict[FactKey, int] = {}
         self.used_by: dict[FactKey, set[FactKey]] = {}
         self.records = 0
+        self.canon: dict[FactKey, FactKey] = {}
 
     def set(self, head: FactKey, supports: list[Support]) -> None:
         old = self.of.get(head, [])
@@ -99,6 +106,12 @@ class _Supports:
     def forget(self, head: FactKey) -> None:
         self.set(head, [])
         self.rank.pop(head, None)
+        self.canon.pop(head, None)
+
+    def drop(self, key: FactKey) -> None:
+        """A base or lower-stratum fact went: it indexes nothing any more."""
+        self.used_by.pop(key, None)
+        self.canon.pop(key, None)
 
 
 _Slots = tuple[tuple[str, tuple[str, int]], ...]
@@ -165,7 +178,8 @@ def _psn_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
                 queue.append(h)
 
     # 2. Rederive suspects in one step from facts that never became suspect.
-    standing = Union(Minus(Minus(I, Minus(D, A)), susp), A)
+    # (I \ ((D \ A) ∪ susp)) ∪ A, flattened: a fact of A is shown whatever hides it
+    standing = Patched(I, hide=(D, susp), show=(A,))
     revived: list[tuple[FactKey, int, list[Support]]] = []
     suspects = [(rel, row) for rel, rows in susp.rel.items() for row in rows]
     if rng is not None:
@@ -186,7 +200,7 @@ def _psn_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
 
     # 3. Insert semi-naively from revived facts and lower-strata additions.
     added = Database()
-    cur = Union(Minus(Minus(I, Minus(D, A)), susp), Union(A, added))
+    cur = Patched(I, hide=(D, susp), show=(A, added))
     delta = Database()
     for h, r, supports in revived:
         susp.discard(*h)
@@ -204,7 +218,7 @@ def _psn_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
     while any(delta.rel.values()):
         stats.rounds += 1
         new_delta = Database()
-        old = Minus(cur, delta)
+        old = Patched(I, hide=(D, susp), show=(A, added), drop=(delta,))
         for rule in rules:
             atoms = rule.atoms()
             for i, atom in enumerate(atoms):
@@ -284,7 +298,7 @@ def _materialize(plan: Plan, facts: Iterable[Fact], *, rng: random.Random | None
     db = state.db
     for f in state.ledger.present():
         db.add(f.relation, f.args)
-    rank = sup.rank
+    rank, canon = sup.rank, sup.canon
     for stratum in plan.strata:
         if not _eligible(stratum, overrides):
             if stratum.iterated:
@@ -325,18 +339,21 @@ def _materialize(plan: Plan, facts: Iterable[Fact], *, rng: random.Random | None
                                             default=0)
                             if r > rank[h]:
                                 continue
-                            support = (rid, tuple((rel, b[slot]) for rel, slot in slots))
+                            support = (rid, tuple([canon.setdefault(x := (rel, b[slot]), x)
+                                                   for rel, slot in slots]))
                             if support not in cur:
                                 sup.append(h, support)
                             continue
                         db.add(head_rel, row)
                         new.add(head_rel, row)
+                        h = canon.setdefault(h, h)
                         if one is not None:
                             rank[h] = 1 + rank.get((one[0], b[one[1]]), 0)
                         else:
                             rank[h] = 1 + max((rank.get((rel, b[slot]), 0)
                                                for rel, slot in ranked), default=0)
-                        sup.append(h, (rid, tuple((rel, b[slot]) for rel, slot in slots)))
+                        sup.append(h, (rid, tuple([canon.setdefault(x := (rel, b[slot]), x)
+                                                   for rel, slot in slots])))
             delta = new
     state.extra["records"] = sup.records
     return state
@@ -349,7 +366,7 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
     sup: _Supports = state.extra["supports"]
     for rel, rows in delta.removed.items():
         for row in rows:
-            sup.used_by.pop((rel, row), None)
+            sup.drop((rel, row))
     return delta
 
 
