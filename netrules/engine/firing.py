@@ -14,12 +14,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
+from netrules.engine.joins import fire_rows, rows_for
 from netrules.engine.reference import Binding, Database, body_order, head_fact, solve_body
 from netrules.facts import Value
 from netrules.lang import ast
 
 __all__ = ["fire", "fire_from_delta", "negation_variants", "instances_for", "body_facts",
-           "order_of", "changed_bindings", "FactKey"]
+           "order_of", "changed_bindings", "changed_heads", "derivable", "body_keys", "FactKey"]
 
 FactKey = tuple[str, tuple[Value, ...]]
 
@@ -47,7 +48,7 @@ def fire_from_delta(rules: list[ast.Rule], delta: Any, other: Any, neg: Any) -> 
             if not delta.has(a.relation):
                 continue
             reads = {j: (delta if j == i else other) for j in range(len(atoms))}
-            for row, _ in fire(rule, reads, neg, first=i):
+            for row, _ in fire_rows(rule, reads, neg, first=i):
                 out.add((rule.head.relation, row))
     return out
 
@@ -76,6 +77,41 @@ def changed_bindings(rule: ast.Rule, pos_delta: Any, neg_delta: Any, other: Any,
             n = len(variant.atoms())
             reads = {j: (neg_delta if j == pos else other) for j in range(n)}
             yield from solve_body(variant, reads, neg=neg, order=body_order(variant, pos))
+
+
+def changed_heads(rule: ast.Rule, pos_delta: Any, neg_delta: Any, other: Any, neg: Any
+                  ) -> Iterator[tuple]:
+    """The head rows of ``changed_bindings``' instances, through compiled joins."""
+    atoms = rule.atoms()
+    for i, a in enumerate(atoms):
+        if _may_hold(pos_delta, a.relation):
+            reads = {j: (pos_delta if j == i else other) for j in range(len(atoms))}
+            for row, _ in fire_rows(rule, reads, neg, first=i):
+                yield row
+    for variant, pos in negation_variants(rule):
+        if _may_hold(neg_delta, variant.atoms()[pos].relation):
+            n = len(variant.atoms())
+            reads = {j: (neg_delta if j == pos else other) for j in range(n)}
+            for row, _ in fire_rows(variant, reads, neg, first=pos):
+                yield row
+
+
+def derivable(rule: ast.Rule, row: tuple, read: Any, neg: Any) -> bool:
+    """Whether some instance of ``rule`` over ``read`` derives head ``row``."""
+    return bool(rows_for(rule, row, read, neg))
+
+
+def body_keys(rule: ast.Rule, rows: tuple) -> tuple[FactKey, ...]:
+    """Body rows (as ``joins`` returns them) as fact keys, in body order."""
+    return tuple(zip(_atom_relations(rule), rows, strict=True))
+
+
+def _atom_relations(rule: ast.Rule) -> tuple[str, ...]:
+    cached = rule.__dict__.get("_nr_atom_rels")
+    if cached is None:
+        cached = tuple(a.relation for a in rule.atoms())
+        object.__setattr__(rule, "_nr_atom_rels", cached)
+    return cached
 
 
 @functools.cache

@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from netrules.engine.aggregates import AggIndex
-from netrules.engine.firing import FactKey, changed_bindings, fire, instances_for, order_of
+from netrules.engine.firing import FactKey, changed_bindings, changed_heads, derivable, order_of
+from netrules.engine.joins import fire_rows
 from netrules.engine.reference import (
     Database,
     Overlay,
     aggregate_rule,
-    head_fact,
     solve_body,
 )
 from netrules.engine.views import Minus, Union
@@ -87,7 +87,7 @@ def _derivable(key: FactKey, rules: list[ast.Rule], read: Any, aggs: Aggs) -> bo
             ix = aggs[id(rule)]
             if ix.row(ix.key_of_row(key[1])) == key[1]:
                 return True
-        elif any(True for _ in instances_for(rule, key[1], read, read)):
+        elif derivable(rule, key[1], read, read):
             return True
     return False
 
@@ -110,8 +110,8 @@ def _step(rules: list[ast.Rule], prev_in: Any, now_in: Any, prev_out: Any,
             lost.update((rel, row) for row in went)
             found.update((rel, row) for row in came)
         else:
-            lost.update((rel, head_fact(rule, b)) for b in _fired(rule, d_in, a_in, prev_in))
-            found.update((rel, head_fact(rule, b)) for b in _fired(rule, a_in, d_in, now_in))
+            lost.update((rel, row) for row in changed_heads(rule, d_in, a_in, prev_in, prev_in))
+            found.update((rel, row) for row in changed_heads(rule, a_in, d_in, now_in, now_in))
     gone = {k for k in lost - found
             if k in prev_out and not _derivable(k, rules, now_in, aggs)}
     come = {k for k in found if k not in prev_out}
@@ -209,7 +209,7 @@ def apply_once(stratum: Stratum, lower: Any, facts: Any, aggs: Aggs | None = Non
         elif rule.head.aggregate():
             rows = aggregate_rule(rule, solve_body(rule, read, order=order_of(rule)))
         else:
-            rows = {row for row, _ in fire(rule, read, read)}
+            rows = {row for row, _ in fire_rows(rule, read, read)}
         out.update((rule.head.relation, row) for row in rows)
     return out
 
@@ -241,7 +241,7 @@ def _overdelete(stratum: Stratum, old: Any, d_in: Database, a_in: Database, aggs
                 ix = aggs[id(rule)]
                 rows = {ix.row(ix.key_of(b)) for b in _fired(rule, pos, neg, old)}
             else:
-                rows = {head_fact(rule, b) for b in _fired(rule, pos, neg, old)}
+                rows = set(changed_heads(rule, pos, neg, old, old))
             for row in rows:
                 if row is not None and (rel, row) in old and (rel, row) not in over:
                     newly.add(rel, row)

@@ -93,6 +93,22 @@ class Database:
             self._idx[key] = index
         return list(index.get(tuple(bound[p] for p in pos), ()))
 
+    def probe(self, relation: str, pos: tuple[int, ...], key: tuple) -> Iterable[tuple]:
+        """Rows whose arguments at ``pos`` (sorted) equal ``key``: the live index bucket, not
+        a copy, for compiled joins (``joins.Join``), which change nothing while they read."""
+        rows = self.rel.get(relation)
+        if not rows:
+            return ()
+        if not pos:
+            return rows
+        index = self._idx.get((relation, pos))
+        if index is None:
+            index = {}
+            for row in rows:
+                index.setdefault(tuple(row[p] for p in pos), {})[row] = None
+            self._idx[(relation, pos)] = index
+        return index.get(key, ())
+
     def facts(self, relation: str, locspec: int | None = 0) -> list[Fact]:
         return sorted((Fact(relation, a, locspec) for a in self.rel.get(relation, ())),
                       key=Fact.key)

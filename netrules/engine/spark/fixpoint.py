@@ -8,41 +8,93 @@ messages (``new = true``, ``part`` = destination). Strata run in order, each unt
 is in flight, so negation and aggregates read complete lower strata. A naive round-per-hop loop
 needs as many rounds as the network has hops; here a round crosses a region boundary.
 
+A round costs one Spark job: its output is checkpointed lazily and the count of messages in
+flight fills the checkpoint, so the next round reads it and the lineage never grows. A region
+decodes only the facts of relations the stratum reads or derives and hands every fact it
+already had back as the text it came in; only derived facts are encoded. A region no message
+reached is at its local fixpoint already and returns its rows untouched.
+
 Aggregates are computed where their body is; a rule whose aggregate head is located elsewhere
 than its body would need a shuffle of partial groups and is refused with a clear error.
 """
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import partial, wraps
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
 from netrules.engine.reference import Database, aggregate_rule, head_fact, solve_body
 from netrules.engine.session import count_jobs
-from netrules.engine.spark.iterated import finish, iterated_round_fn
 from netrules.engine.spark.partition import PartitionMap
 from netrules.errors import EngineError
-from netrules.facts import Fact, value_from_json, value_to_json
+from netrules.facts import Fact, value_from_json
 from netrules.lang import ast
 from netrules.plan import Plan, Stratum
 
 __all__ = ["SCHEMA", "spark_evaluate", "SparkRunStats", "encode_args", "decode_args",
-           "facts_frame", "frame_facts"]
+           "decode_many", "facts_frame", "frame_facts"]
 
 SCHEMA = "part int, rel string, args string, new boolean"
 
+RoundFn = Callable[[pd.DataFrame], pd.DataFrame]
+
+# json encodes a tuple as an array, nested ones too: the same text value_to_json's lists give
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_PLAIN = frozenset({str, int, float})
+_NOT_FLAT = ("true", "false", "null", "{")
+
 
 def encode_args(args: tuple) -> str:
-    return json.dumps([value_to_json(a) for a in args], separators=(",", ":"))
+    """A fact's arguments as a JSON array; one encoder serves every call (json.dumps with
+    separators builds a new one per call, which cost more than the encoding)."""
+    return _ENCODER.encode(args)
 
 
 def decode_args(text: str) -> tuple:
-    return tuple(value_from_json(v) for v in json.loads(text))
+    return _thaw(json.loads(text))
+
+
+def decode_many(texts: Sequence[str]) -> list[tuple]:
+    """``decode_args`` over a column with one ``json.loads`` (a call per row cost more than the
+    parsing). Text with no nested array, bool, null or object, the common case, parses to the
+    rows' values as they are; otherwise each row goes through ``value_from_json``."""
+    if not texts:
+        return []
+    blob = "[" + ",".join(texts) + "]"
+    rows = json.loads(blob)
+    if blob.count("[") == len(texts) + 1 and not any(w in blob for w in _NOT_FLAT):
+        return list(map(tuple, rows))
+    return list(map(_thaw, rows))
+
+
+def _thaw(values: list) -> tuple:
+    if all(type(v) in _PLAIN for v in values):
+        return tuple(values)
+    return tuple(value_from_json(v) for v in values)
+
+
+def _gc_paused(fn: RoundFn) -> RoundFn:
+    """A round allocates a tuple per fact, all alive until it returns: the cyclic collector's
+    passes over them found nothing to free and took most of the decoding time."""
+
+    @wraps(fn)
+    def run(pdf: pd.DataFrame) -> pd.DataFrame:
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(pdf)
+        finally:
+            if was:
+                gc.enable()
+
+    return run
 
 
 @dataclass
@@ -77,82 +129,143 @@ def _part_of(plan: Plan, pmap: PartitionMap, rel: str, args: tuple) -> int:
     return 0 if loc is None else pmap.of(loc)
 
 
-def _round_fn(plan: Plan, stratum: Stratum, pmap: PartitionMap, first: bool):
-    rules = stratum.rules
-    rels = stratum.relations
+def read_relations(rules: Iterable[ast.Rule]) -> frozenset[str] | None:
+    """Relations the rules' bodies read, negated ones included; None when a path atom is left
+    (the planner compiles them away), meaning: any relation may be read."""
+    out: set[str] = set()
+    for rule in rules:
+        for lit in rule.body:
+            atom = lit.atom if isinstance(lit, ast.Negation) else lit
+            if isinstance(atom, ast.PathAtom):
+                return None
+            if isinstance(atom, ast.Atom):
+                out.add(atom.relation)
+    return frozenset(out)
 
-    def part_of(rel: str, args: tuple) -> int:
-        loc = _location(rel, args, plan)
-        return 0 if loc is None else pmap.of(loc)
+
+def groups_of(rels: np.ndarray, mask: np.ndarray) -> Iterator[tuple[str, np.ndarray]]:
+    """(relation, row positions) for the rows ``mask`` selects."""
+    idx = np.flatnonzero(mask)
+    codes, names = pd.factorize(rels[idx])
+    for k, rel in enumerate(names):
+        yield rel, idx[codes == k]
+
+
+def add_known(db: Database, rel: str, idx: np.ndarray, rows: list[tuple],
+              keep: np.ndarray | None = None) -> None:
+    """Add a relation's rows at positions ``idx``, unmarking ``keep`` for repeats. A region's
+    old rows are distinct (every round keeps one row per fact), so one set takes them all
+    instead of an add per row."""
+    got = set(rows)
+    if len(got) == len(rows) and not db.rel.get(rel):
+        db.rel[rel] = got  # a fresh relation has no index to update
+        return
+    for i, row in zip(idx, rows, strict=True):
+        if not db.add(rel, row) and keep is not None:
+            keep[i] = False
+
+
+def _load(pdf: pd.DataFrame, new: np.ndarray, used: frozenset[str] | None
+          ) -> tuple[Database, Database, np.ndarray]:
+    """The region's facts of the ``used`` relations (all when None), messages' relations too,
+    with the rows to keep: a message for a fact already here, or a repeat, is dropped. Old
+    facts go in first, so a message joins the frontier only when its fact is new here."""
+    rels = pdf["rel"].to_numpy(dtype=object)
+    args = pdf["args"].to_numpy(dtype=object)
+    keep = np.ones(len(pdf), dtype=bool)
+    wanted = np.ones(len(pdf), dtype=bool) if used is None else \
+        pdf["rel"].isin(used | set(rels[new])).to_numpy()
+    db, frontier = Database(), Database()
+    for rel, idx in groups_of(rels, wanted & ~new):
+        add_known(db, rel, idx, decode_many(args[idx].tolist()), keep)
+    idx = np.flatnonzero(new)
+    for i, rel, row in zip(idx, rels[idx], decode_many(args[idx].tolist()), strict=True):
+        if db.add(rel, row):
+            frontier.add(rel, row)
+        else:
+            keep[i] = False
+    return db, frontier, keep
+
+
+class _Emitter:
+    """Where a region's derived facts go: kept here when located here, else sent once."""
+
+    def __init__(self, me: int, db: Database, part_of: Callable[[str, tuple], int]) -> None:
+        self.me, self.db, self.part_of = me, db, part_of
+        self.rows: list[tuple[int, str, tuple, bool]] = []
+        self.sent: set[tuple[str, tuple]] = set()
+
+    def __call__(self, rel: str, row: tuple) -> bool:
+        """Keep a derived fact here or send it; True when it is new here."""
+        dest = self.part_of(rel, row)
+        if dest == self.me:
+            if self.db.add(rel, row):
+                self.rows.append((dest, rel, row, False))
+                return True
+            return False
+        if (rel, row) not in self.sent:
+            self.sent.add((rel, row))
+            self.rows.append((dest, rel, row, True))
+        return False
+
+    def frame(self) -> pd.DataFrame:
+        parts, rels, rows, news = zip(*self.rows, strict=True) if self.rows else ((),) * 4
+        return pd.DataFrame({"part": np.array(parts, dtype=np.int32), "rel": list(rels),
+                             "args": [encode_args(r) for r in rows],
+                             "new": np.array(news, dtype=bool)})
+
+
+def _local_fixpoint(stratum: Stratum, db: Database, frontier: Database, emit: _Emitter,
+                    first: bool) -> None:
+    """The stratum's rules to a local fixpoint: in its first round from everything here, after
+    that semi-naively from the messages that brought new facts."""
+    plain = [r for r in stratum.rules if not r.head.aggregate()]
+    if first:
+        for rule in stratum.rules:
+            if rule.head.aggregate():
+                for row in aggregate_rule(rule, solve_body(rule, db)):
+                    emit(rule.head.relation, row)
+        produced = [(r.head.relation, head_fact(r, b)) for r in plain
+                    for b in solve_body(r, db)]
+        frontier = Database()
+        for rel, row in produced:
+            if emit(rel, row):
+                frontier.add(rel, row)
+    watched = stratum.relations | _body_rels(plain)
+    while any(frontier.rel.get(r) for r in watched):
+        nxt = Database()
+        for rule in plain:
+            atoms = rule.atoms()
+            for i, atom in enumerate(atoms):
+                if not frontier.rel.get(atom.relation):
+                    continue
+                reads = {j: (frontier if j == i else db) for j in range(len(atoms))}
+                for b in solve_body(rule, reads, neg=db, first=i):
+                    row = head_fact(rule, b)
+                    if emit(rule.head.relation, row):
+                        nxt.add(rule.head.relation, row)
+        frontier = nxt
+
+
+def _round_fn(plan: Plan, stratum: Stratum, pmap: PartitionMap, first: bool) -> RoundFn:
+    reads = read_relations(stratum.rules)
+    used = None if reads is None else reads | stratum.relations
+    needs_body = reads is not None and all(r.atoms() for r in stratum.rules)
+    part_of = partial(_part_of, plan, pmap)
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
         if pdf.empty:
             return pdf
-        me = int(pdf["part"].iloc[0])
-        db, frontier = Database(), Database()
-        for rel, args, new in zip(pdf["rel"], pdf["args"], pdf["new"], strict=True):
-            row = decode_args(args)
-            if db.add(rel, row) and new:
-                frontier.add(rel, row)
-        out_rel: list[str] = []
-        out_args: list[tuple] = []
-        out_part: list[int] = []
-        out_new: list[bool] = []
-        for rel, rows in db.rel.items():
-            for row in rows:
-                out_rel.append(rel)
-                out_args.append(row)
-                out_part.append(me)
-                out_new.append(False)
-        sent: set[tuple[str, tuple]] = set()
-
-        def emit(rel: str, row: tuple) -> bool:
-            """Keep a derived fact here or send it; True when it is new here."""
-            dest = part_of(rel, row)
-            if dest == me:
-                if db.add(rel, row):
-                    out_rel.append(rel)
-                    out_args.append(row)
-                    out_part.append(me)
-                    out_new.append(False)
-                    return True
-                return False
-            if (rel, row) not in sent:
-                sent.add((rel, row))
-                out_rel.append(rel)
-                out_args.append(row)
-                out_part.append(dest)
-                out_new.append(True)
-            return False
-
-        if first:
-            for rule in rules:
-                if rule.head.aggregate():
-                    for row in aggregate_rule(rule, solve_body(rule, db)):
-                        emit(rule.head.relation, row)
-            plain = [r for r in rules if not r.head.aggregate()]
-            produced = [(r.head.relation, head_fact(r, b)) for r in plain
-                        for b in solve_body(r, db)]
-            frontier = Database()
-            for rel, row in produced:
-                if emit(rel, row):
-                    frontier.add(rel, row)
-        plain = [r for r in rules if not r.head.aggregate()]
-        while any(frontier.rel.get(r) for r in rels | _body_rels(plain)):
-            nxt = Database()
-            for rule in plain:
-                atoms = rule.atoms()
-                for i, atom in enumerate(atoms):
-                    if not frontier.rel.get(atom.relation):
-                        continue
-                    reads = {j: (frontier if j == i else db) for j in range(len(atoms))}
-                    for b in solve_body(rule, reads, neg=db, first=i):
-                        row = head_fact(rule, b)
-                        if emit(rule.head.relation, row):
-                            nxt.add(rule.head.relation, row)
-            frontier = nxt
-        return pd.DataFrame({"part": out_part, "rel": out_rel,
-                             "args": [encode_args(a) for a in out_args], "new": out_new})
+        new = pdf["new"].to_numpy(dtype=bool)
+        if not new.any():
+            if not first:
+                return pdf  # no message came: still at the local fixpoint it reached
+            if needs_body and not pdf["rel"].isin(reads).any():
+                return pdf  # no fact any rule reads is here: nothing to derive
+        db, frontier, keep = _load(pdf, new, used)
+        emit = _Emitter(int(pdf["part"].iat[0]), db, part_of)
+        _local_fixpoint(stratum, db, frontier, emit, first)
+        return pd.concat([pdf[keep].assign(new=False), emit.frame()], ignore_index=True)
 
     return run
 
@@ -176,32 +289,41 @@ def frame_facts(df: DataFrame, plan: Plan) -> Iterator[Fact]:
         yield Fact(r["rel"], decode_args(r["args"]), plan.locspec.get(r["rel"], 0))
 
 
+def _absorbed(stratum: Stratum, after: Stratum | None) -> bool:
+    """A non-recursive stratum's messages derive nothing more in it, so the next plain
+    stratum's first round takes them in: no round runs only to deliver them."""
+    return (not stratum.recursive and not stratum.iterated and after is not None
+            and not after.iterated)
+
+
 def spark_evaluate(spark: SparkSession, plan: Plan, facts: Iterable[Fact], *,
                    parts: int = 4, pmap: PartitionMap | None = None,
                    max_rounds: int = 10_000) -> tuple[DataFrame, SparkRunStats]:
-    """Every fact of the least model, as a cached DataFrame, and what it cost."""
+    """Every fact of the least model, as a checkpointed DataFrame, and what it cost."""
+    # iterated builds on this module's codec, so it is imported when used
+    from netrules.engine.spark.iterated import finish, iterated_round_fn
+
     check_spark_plan(plan)
-    facts = [*plan.program.facts, *facts]
+    facts = list(dict.fromkeys([*plan.program.facts, *facts]))  # one row per fact
     pmap = pmap or PartitionMap.from_facts(facts, parts)
     stats = SparkRunStats()
     with count_jobs(spark) as jobs:
         state = facts_frame(spark, plan, facts, pmap)
-        for stratum in plan.strata:
+        for k, stratum in enumerate(plan.strata):
+            after = plan.strata[k + 1] if k + 1 < len(plan.strata) else None
             first = True
             while True:
                 stats.rounds += 1
                 if stats.rounds > max_rounds:
                     raise EngineError(f"no fixpoint after {max_rounds} rounds")
-                fn = (iterated_round_fn(plan, stratum, partial(_part_of, plan, pmap),
-                                        decode_args, encode_args)
+                fn = (iterated_round_fn(stratum, partial(_part_of, plan, pmap), first)
                       if stratum.iterated else _round_fn(plan, stratum, pmap, first))
-                out = state.groupBy("part").applyInPandas(fn, SCHEMA)
-                out = out.localCheckpoint(eager=True)
-                pending = out.filter("new").count()
+                out = state.groupBy("part").applyInPandas(_gc_paused(fn), SCHEMA)
+                out = out.localCheckpoint(eager=False)
+                pending = out.filter("new").count()  # the round's one job fills the checkpoint
                 stats.messages += pending
-                state = out
-                first = False
-                if pending == 0:
+                state, first = out, False
+                if pending == 0 or _absorbed(stratum, after):
                     break
             if stratum.iterated:
                 state = finish(state)

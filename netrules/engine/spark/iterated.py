@@ -13,25 +13,40 @@ the programs the language documents for this shape (positive link costs: a singl
 Bookkeeping rows share the facts frame: ``#c:<src>:<rel>`` a contribution received from
 region ``src`` (``#c:<src>:`` alone marks a replacement, possibly empty) and ``#s:<dest>:<rel>``
 what this region last sent to ``dest``. ``finish`` folds contributions into plain facts.
+
+Rows a round does not change (lower facts, contributions not replaced, what was sent when
+it is sent again) go back out as the text they came in; a region no contribution reached
+after the first round would recompute exactly what it has, so it returns its rows untouched.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from netrules.engine.iterated import apply_once, iterate_from_nothing
 from netrules.engine.reference import Database
+from netrules.engine.spark.fixpoint import (
+    add_known,
+    decode_many,
+    encode_args,
+    groups_of,
+    read_relations,
+)
 from netrules.engine.views import Union
-from netrules.plan import Plan, Stratum
+from netrules.plan import Stratum
 
 __all__ = ["iterated_round_fn", "finish"]
 
 _CONTRIB, _SENT = "#c:", "#s:"
+
+Key = tuple[str, tuple]
 
 
 def _tagged(kind: str, part: int, rel: str = "") -> str:
@@ -43,76 +58,135 @@ def _untag(rel: str) -> tuple[int, str]:
     return int(part), name
 
 
-def iterated_round_fn(plan: Plan, stratum: Stratum, part_of: Callable[[str, tuple], int],
-                      decode: Callable[[str], tuple], encode: Callable[[tuple], str]):
-    rels = stratum.relations
+@dataclass
+class _Tagged:
+    """Bookkeeping rows of one kind, per other region: their positions and decoded facts."""
+
+    rows: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
+    facts: dict[int, list[Key]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, other: int, pos: int, key: Key) -> None:
+        self.rows[other].append(pos)
+        self.facts[other].append(key)
+
+
+@dataclass
+class _Region:
+    """A region's rows by role: lower facts (positions; decoded when the stratum reads them),
+    the stratum's own facts (their text by fact, to reuse), contributions kept and incoming,
+    and what was sent, per other region."""
+
+    me: int
+    lower_rows: list[int]
+    lower: Database = field(default_factory=Database)
+    texts: dict[Key, str] = field(default_factory=dict)
+    old: _Tagged = field(default_factory=_Tagged)
+    incoming: _Tagged = field(default_factory=_Tagged)
+    sent: _Tagged = field(default_factory=_Tagged)
+
+    def contributions(self) -> Database:
+        """Facts derived elsewhere for this region: a replacement supersedes what it had."""
+        fixed = Database()
+        for keys in {**self.old.facts, **self.incoming.facts}.values():
+            for name, row in keys:
+                fixed.add(name, row)
+        return fixed
+
+    def kept_contributions(self) -> list[int]:
+        out = [i for src, rows in self.old.rows.items() if src not in self.incoming.facts
+               for i in rows]
+        return out + [i for rows in self.incoming.rows.values() for i in rows]
+
+
+def _split(pdf: pd.DataFrame, stratum: Stratum, reads: frozenset[str] | None) -> _Region:
+    rels = pdf["rel"].to_numpy(dtype=object)
+    args = pdf["args"].to_numpy(dtype=object)
+    new = pdf["new"].to_numpy(dtype=bool)
+    tag = pdf["rel"].str.startswith((_CONTRIB, _SENT)).to_numpy(dtype=bool)
+    own = pdf["rel"].isin(stratum.relations).to_numpy()
+    lower = ~tag & ~own
+    region = _Region(int(pdf["part"].iat[0]), np.flatnonzero(lower).tolist())
+    read = lower if reads is None else lower & pdf["rel"].isin(reads).to_numpy()
+    for rel, idx in groups_of(rels, read):  # rows are distinct: every round keeps one a fact
+        add_known(region.lower, rel, idx, decode_many(args[idx].tolist()))
+    idx = np.flatnonzero(own)
+    region.texts = dict(zip(zip(rels[idx], decode_many(args[idx].tolist()), strict=True),
+                            args[idx], strict=True))
+    idx = np.flatnonzero(tag)
+    for i, rel, row in zip(idx, rels[idx], decode_many(args[idx].tolist()), strict=True):
+        other, name = _untag(rel)
+        into = region.sent if rel.startswith(_SENT) else \
+            region.incoming if new[i] else region.old
+        if name:
+            into.add(other, i, (name, row))
+        else:  # a replacement's marker: the contribution is what came with it, maybe nothing
+            into.facts.setdefault(other, [])
+    return region
+
+
+def _region_round(pdf: pd.DataFrame, stratum: Stratum, part_of: Callable[[str, tuple], int],
+                  reads: frozenset[str] | None) -> pd.DataFrame:
+    region = _split(pdf, stratum, reads)
+    me = region.me
+    fixed = region.contributions()
+    derived, _ = iterate_from_nothing(stratum, region.lower, fixed,
+                                      keep=lambda k: part_of(*k) == me)
+    out_for: dict[int, set[Key]] = defaultdict(set)
+    for key in apply_once(stratum, region.lower, Union(derived, fixed)):
+        dest = part_of(*key)
+        if dest != me:  # derived here, located elsewhere: that region's contribution
+            out_for[dest].add(key)
+
+    kept = region.lower_rows + region.kept_contributions()
+    out = _Rows()
+    for rel, rows in derived.rel.items():
+        for row in rows:
+            out.put(me, rel, row, False, region.texts.get((rel, row)))
+    sent = region.sent
+    for dest in sorted(set(out_for) | set(sent.facts)):
+        now = out_for.get(dest, set())
+        if now == set(sent.facts.get(dest, ())):
+            kept.extend(sent.rows.get(dest, ()))
+            continue
+        out.put(dest, _tagged(_CONTRIB, me), (), True)  # a changed contribution goes out whole
+        for rel, row in now:
+            text = encode_args(row)
+            out.put(dest, _tagged(_CONTRIB, me, rel), row, True, text)
+            out.put(me, _tagged(_SENT, dest, rel), row, False, text)
+    kept.sort()
+    return pd.concat([pdf.iloc[kept].assign(new=False), out.frame()], ignore_index=True)
+
+
+class _Rows:
+    """Output rows a round makes, encoded unless their text is known."""
+
+    def __init__(self) -> None:
+        self.parts: list[int] = []
+        self.rels: list[str] = []
+        self.args: list[str] = []
+        self.news: list[bool] = []
+
+    def put(self, part: int, rel: str, row: tuple, new: bool, text: str | None = None) -> None:
+        self.parts.append(part)
+        self.rels.append(rel)
+        self.args.append(encode_args(row) if text is None else text)
+        self.news.append(new)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({"part": np.array(self.parts, dtype=np.int32), "rel": self.rels,
+                             "args": self.args, "new": np.array(self.news, dtype=bool)})
+
+
+def iterated_round_fn(stratum: Stratum, part_of: Callable[[str, tuple], int], first: bool
+                      ) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    reads = read_relations(stratum.rules)
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
         if pdf.empty:
             return pdf
-        me = int(pdf["part"].iloc[0])
-        lower = Database()
-        contrib: dict[int, list[tuple[str, tuple]]] = defaultdict(list)
-        incoming: dict[int, list[tuple[str, tuple]]] = {}
-        sent: dict[int, set[tuple[str, tuple]]] = defaultdict(set)
-        for rel, args, new in zip(pdf["rel"], pdf["args"], pdf["new"], strict=True):
-            if rel.startswith(_CONTRIB):
-                src, name = _untag(rel)
-                if new:
-                    got = incoming.setdefault(src, [])
-                    if name:
-                        got.append((name, decode(args)))
-                elif name:
-                    contrib[src].append((name, decode(args)))
-            elif rel.startswith(_SENT):
-                dest, name = _untag(rel)
-                sent[dest].add((name, decode(args)))
-            elif rel not in rels:  # this region's own stratum facts are recomputed below
-                lower.add(rel, decode(args))
-        contrib.update(incoming)
-        fixed = Database()
-        for rows in contrib.values():
-            for name, row in rows:
-                fixed.add(name, row)
-        derived, _ = iterate_from_nothing(stratum, lower, fixed,
-                                          keep=lambda k: part_of(*k) == me)
-        out_for: dict[int, set[tuple[str, tuple]]] = defaultdict(set)
-        for rel, rows in derived.rel.items():
-            for row in rows:
-                out_for[me].add((rel, row))
-        for key in apply_once(stratum, lower, Union(derived, fixed)):
-            dest = part_of(*key)
-            if dest != me:  # derived here, located elsewhere: that region's contribution
-                out_for[dest].add(key)
-
-        parts: list[int] = []
-        names: list[str] = []
-        args_out: list[str] = []
-        news: list[bool] = []
-
-        def put(part: int, rel: str, row: tuple | None, new: bool) -> None:
-            parts.append(part)
-            names.append(rel)
-            args_out.append("[]" if row is None else encode(row))
-            news.append(new)
-
-        for rel, rows in lower.rel.items():
-            for row in rows:
-                put(me, rel, row, False)
-        for rel, row in out_for.pop(me, ()):
-            put(me, rel, row, False)
-        for src, rows in contrib.items():
-            for rel, row in rows:
-                put(me, _tagged(_CONTRIB, src, rel), row, False)
-        for dest in sorted(set(out_for) | set(sent)):
-            now = out_for.get(dest, set())
-            if now != sent.get(dest, set()):  # a changed contribution goes out whole
-                put(dest, _tagged(_CONTRIB, me), None, True)
-                for rel, row in now:
-                    put(dest, _tagged(_CONTRIB, me, rel), row, True)
-            for rel, row in now:
-                put(me, _tagged(_SENT, dest, rel), row, False)
-        return pd.DataFrame({"part": parts, "rel": names, "args": args_out, "new": news})
+        if not first and not pdf["new"].any():
+            return pdf  # same lower facts and contributions: the same result as last round
+        return _region_round(pdf, stratum, part_of, reads)
 
     return run
 

@@ -18,12 +18,13 @@ from netrules.engine.aggregates import AggIndex
 from netrules.engine.firing import (
     FactKey,
     changed_bindings,
+    changed_heads,
+    derivable,
     fire_from_delta,
-    instances_for,
 )
 from netrules.engine.iterated import maintain_iterated
 from netrules.engine.ledger import BaseLedger
-from netrules.engine.reference import Database, head_fact, solve_body
+from netrules.engine.reference import Database, solve_body
 from netrules.engine.strategies.base import (
     BatchStats,
     Delta,
@@ -53,8 +54,7 @@ def _fire_changed(rule: ast.Rule, changed_pos: Minus, changed_neg: Minus, other:
                   neg: object) -> Iterable[tuple]:
     """Heads of instances with a positive atom in ``changed_pos`` or a negated atom whose fact
     is in ``changed_neg``; all other atoms read ``other``, remaining negations ``neg``."""
-    for b in changed_bindings(rule, changed_pos, changed_neg, other, neg):
-        yield head_fact(rule, b)
+    return changed_heads(rule, changed_pos, changed_neg, other, neg)
 
 
 def _holds(rule: ast.Rule, b: dict, db: object) -> bool:
@@ -134,8 +134,8 @@ def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
             if (rel, row) in agg_rows or any(
                     ix.rule.head.relation == rel and ix.row(ix.key_of_row(row)) == row
                     for ix in agg_ix) or any(
-                    True for r in plain if r.head.relation == rel
-                    for _ in instances_for(r, row, surviving, neg_old)):
+                    derivable(r, row, surviving, neg_old)
+                    for r in plain if r.head.relation == rel):
                 n_a.add((rel, row))
                 stats.rederived += 1
 

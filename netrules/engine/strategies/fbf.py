@@ -17,7 +17,8 @@ import random
 import sys
 from collections.abc import Iterable
 
-from netrules.engine.firing import FactKey, body_facts, fire_from_delta, instances_for
+from netrules.engine.firing import FactKey, body_keys, derivable, fire_from_delta
+from netrules.engine.joins import rows_for
 from netrules.engine.ledger import BaseLedger
 from netrules.engine.reference import Database, Overlay
 from netrules.engine.strategies import dred
@@ -52,8 +53,8 @@ def _fbf_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
     def saturate(f: FactKey) -> bool:
         C.add(f)
         grounded = f in Y or any(
-            True for r in nonrecursive if r.head.relation == f[0]
-            for _ in instances_for(r, f[1], surviving, neg_old))
+            derivable(r, f[1], surviving, neg_old)
+            for r in nonrecursive if r.head.relation == f[0])
         if not grounded:
             return False
         n_p = {f}
@@ -82,8 +83,8 @@ def _fbf_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
         for rule in recursive:
             if rule.head.relation != f[0]:
                 continue
-            for b in instances_for(rule, f[1], not_deleted, neg_old):
-                for g in body_facts(rule, b):
+            for rows in rows_for(rule, f[1], not_deleted, neg_old):
+                for g in body_keys(rule, rows):
                     if g[0] in rels:
                         check(g)
                 if f in P:

@@ -26,8 +26,9 @@ import random
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
-from netrules.engine.firing import FactKey, body_facts, fire, instances_for
+from netrules.engine.firing import FactKey, body_keys
 from netrules.engine.iterated import evaluate_iterated
+from netrules.engine.joins import fire_rows, rows_for
 from netrules.engine.ledger import BaseLedger
 from netrules.engine.reference import Database, evaluate_stratum
 from netrules.engine.strategies import dred
@@ -86,6 +87,34 @@ class _Supports:
         else:
             self.of.pop(head, None)
 
+    def without(self, head: FactKey, x: FactKey) -> bool:
+        """Drop ``head``'s supports that used ``x`` (``set`` with the survivors, without
+        rebuilding both body sets: the kill phase calls this once per lost support); True
+        when none is left."""
+        old = self.of.get(head)
+        if not old:
+            return True
+        kept = [s for s in old if x not in s[1]]
+        if len(kept) == len(old):
+            return False
+        still = {y for _, body in kept for y in body}
+        used_by = self.used_by
+        for _, body in old:
+            if x in body:
+                for y in body:
+                    if y not in still:
+                        users = used_by.get(y)
+                        if users is not None:
+                            users.discard(head)
+                            if not users:
+                                del used_by[y]
+        self.records -= len(old) - len(kept)
+        if kept:
+            self.of[head] = kept
+        else:
+            del self.of[head]
+        return not kept
+
     def append(self, head: FactKey, support: Support) -> None:
         """Add a support the caller knows is new and within K (materialisation's fast path:
         nothing to unindex)."""
@@ -114,17 +143,17 @@ class _Supports:
         self.canon.pop(key, None)
 
 
-_Slots = tuple[tuple[str, tuple[str, int]], ...]
+_Slots = tuple[tuple[str, int], ...]
 
 
 def _body_slots(rule: ast.Rule, rels: Iterable[str]) -> tuple[_Slots, _Slots]:
-    """Per positive body atom, (relation, the binding slot ``solve_body`` records its row in),
-    and the same for the atoms inside the stratum (the ones a rank is taken over); computed
-    once per rule."""
+    """Per positive body atom, (relation, its index among the body rows a join returns), and
+    the same for the atoms inside the stratum (the ones a rank is taken over); computed once
+    per rule."""
     cached = rule.__dict__.get("_nr_psn_slots")
     if cached is None:
         atoms = rule.atoms()
-        slots = tuple((a.relation, ("#row", k)) for k, a in enumerate(atoms))
+        slots = tuple((a.relation, k) for k, a in enumerate(atoms))
         cached = (slots, tuple(x for x in slots if x[0] in rels))
         object.__setattr__(rule, "_nr_psn_slots", cached)
     return cached
@@ -171,9 +200,7 @@ def _psn_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
         for h in list(sup.used_by.get(x, ())):
             if h[0] not in rels:
                 continue
-            kept = [s for s in sup.of.get(h, []) if x not in s[1]]
-            sup.set(h, kept)
-            if not kept and h not in susp:
+            if sup.without(h, x) and h not in susp:
                 susp.add(*h)
                 queue.append(h)
 
@@ -189,8 +216,8 @@ def _psn_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
         for rule in stratum.rules:
             if rule.head.relation != h[0]:
                 continue
-            for b in instances_for(rule, h[1], standing, standing):
-                body = body_facts(rule, b)
+            for rows in rows_for(rule, h[1], standing, standing):
+                body = body_keys(rule, rows)
                 cands.append((rank_of(body), (rule_index[id(rule)], body)))
         if cands:
             cands.sort(key=lambda c: c[0])
@@ -226,9 +253,9 @@ def _psn_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
                     continue
                 reads = {j: (cur if j < i else delta if j == i else old)
                          for j in range(len(atoms))}
-                for row, b in fire(rule, reads, cur, first=i):
+                for row, rows in fire_rows(rule, reads, cur, first=i):
                     h = (rule.head.relation, row)
-                    body = body_facts(rule, b)
+                    body = body_keys(rule, rows)
                     r = rank_of(body)
                     support = (rule_index[id(rule)], body)
                     if h in cur and h not in new_delta:
@@ -322,9 +349,9 @@ def _materialize(plan: Plan, facts: Iterable[Fact], *, rng: random.Random | None
                 for i in positions:
                     reads = db if i is None else {j: (delta if j == i else db)
                                                   for j in range(len(atoms))}
-                    # no snapshot of the firings: lookups return lists, and a fact added
-                    # while they run is in ``new``, so the next round fires from it anyway
-                    for row, b in fire(rule, reads, db, first=i):
+                    # a firing reads the database as it was when it started; what it adds
+                    # is in ``new``, so the next round fires from it
+                    for row, rows in fire_rows(rule, reads, db, first=i):
                         h = (head_rel, row)
                         if row in seen:
                             # most derivations of a known fact: once it has K supports, or
@@ -333,13 +360,14 @@ def _materialize(plan: Plan, facts: Iterable[Fact], *, rng: random.Random | None
                             if cur is None or len(cur) >= k:
                                 continue
                             if one is not None:
-                                r = 1 + rank.get((one[0], b[one[1]]), 0)
+                                r = 1 + rank.get((one[0], rows[one[1]]), 0)
                             else:
-                                r = 1 + max((rank.get((rel, b[slot]), 0) for rel, slot in ranked),
+                                r = 1 + max((rank.get((rel, rows[slot]), 0)
+                                             for rel, slot in ranked),
                                             default=0)
                             if r > rank[h]:
                                 continue
-                            support = (rid, tuple([canon.setdefault(x := (rel, b[slot]), x)
+                            support = (rid, tuple([canon.setdefault(x := (rel, rows[slot]), x)
                                                    for rel, slot in slots]))
                             if support not in cur:
                                 sup.append(h, support)
@@ -348,11 +376,11 @@ def _materialize(plan: Plan, facts: Iterable[Fact], *, rng: random.Random | None
                         new.add(head_rel, row)
                         h = canon.setdefault(h, h)
                         if one is not None:
-                            rank[h] = 1 + rank.get((one[0], b[one[1]]), 0)
+                            rank[h] = 1 + rank.get((one[0], rows[one[1]]), 0)
                         else:
-                            rank[h] = 1 + max((rank.get((rel, b[slot]), 0)
+                            rank[h] = 1 + max((rank.get((rel, rows[slot]), 0)
                                                for rel, slot in ranked), default=0)
-                        sup.append(h, (rid, tuple([canon.setdefault(x := (rel, b[slot]), x)
+                        sup.append(h, (rid, tuple([canon.setdefault(x := (rel, rows[slot]), x)
                                                    for rel, slot in slots])))
             delta = new
     state.extra["records"] = sup.records
