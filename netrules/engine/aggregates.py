@@ -40,9 +40,18 @@ class AggIndex:
         self.rule = rule
         self.pos, self.agg = agg
         self.groups: dict[tuple, _Group] = {}
+        others = [t for i, t in enumerate(rule.head.args) if i != self.pos]
+        self._key_names = ([t.name for t in others]  # type: ignore[union-attr]
+                           if all(isinstance(t, ast.Var) and t.name != "_" for t in others)
+                           else None)
 
     def _key_value(self, b: Binding) -> tuple[tuple, Value]:
-        key = tuple(evaluate(t, b) for i, t in enumerate(self.rule.head.args) if i != self.pos)
+        names = self._key_names
+        if names is not None:  # the usual head: plain variables around the aggregate
+            key = tuple([b[n] for n in names])
+        else:
+            key = tuple(evaluate(t, b) for i, t in enumerate(self.rule.head.args)
+                        if i != self.pos)
         value = b[self.agg.var.name] if self.agg.var else 1
         return key, value
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
-from netrules.engine.joins import fire_rows, rows_for
+from netrules.engine.joins import bindings_of, fire_rows, rows_for
 from netrules.engine.reference import Binding, Database, body_order, head_fact, solve_body
 from netrules.facts import Value
 from netrules.lang import ast
@@ -71,12 +71,12 @@ def changed_bindings(rule: ast.Rule, pos_delta: Any, neg_delta: Any, other: Any,
     for i, a in enumerate(atoms):
         if _may_hold(pos_delta, a.relation):
             reads = {j: (pos_delta if j == i else other) for j in range(len(atoms))}
-            yield from solve_body(rule, reads, neg=neg, order=body_order(rule, i))
+            yield from bindings_of(rule, reads, neg, first=i)
     for variant, pos in negation_variants(rule):
         if _may_hold(neg_delta, variant.atoms()[pos].relation):
             n = len(variant.atoms())
             reads = {j: (neg_delta if j == pos else other) for j in range(n)}
-            yield from solve_body(variant, reads, neg=neg, order=body_order(variant, pos))
+            yield from bindings_of(variant, reads, neg, first=pos)
 
 
 def changed_heads(rule: ast.Rule, pos_delta: Any, neg_delta: Any, other: Any, neg: Any

@@ -25,13 +25,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from netrules.engine.aggregates import AggIndex
-from netrules.engine.firing import FactKey, changed_bindings, changed_heads, derivable, order_of
-from netrules.engine.joins import fire_rows
+from netrules.engine.firing import FactKey, changed_bindings, changed_heads, derivable
+from netrules.engine.joins import bindings_of, fire_rows
 from netrules.engine.reference import (
     Database,
     Overlay,
     aggregate_rule,
-    solve_body,
 )
 from netrules.engine.views import Minus, Union
 from netrules.errors import EvalError
@@ -124,7 +123,7 @@ def new_aggregates(stratum: Stratum, read: Any) -> Aggs:
     for rule in stratum.rules:
         if rule.head.aggregate():
             ix = aggs[id(rule)] = AggIndex(rule)
-            ix.update((), _distinct(solve_body(rule, read, order=order_of(rule))))
+            ix.update((), _distinct(bindings_of(rule, read)))
     return aggs
 
 
@@ -207,7 +206,7 @@ def apply_once(stratum: Stratum, lower: Any, facts: Any, aggs: Aggs | None = Non
             ix = aggs[id(rule)]
             rows = {r for r in (ix.row(k) for k in ix.groups) if r is not None}
         elif rule.head.aggregate():
-            rows = aggregate_rule(rule, solve_body(rule, read, order=order_of(rule)))
+            rows = aggregate_rule(rule, bindings_of(rule, read))
         else:
             rows = {row for row, _ in fire_rows(rule, read, read)}
         out.update((rule.head.relation, row) for row in rows)

@@ -20,13 +20,13 @@ from collections.abc import Callable, Mapping
 from operator import itemgetter
 from typing import Any
 
-from netrules.engine.reference import _spec, _where, body_order
+from netrules.engine.reference import _spec, _where, body_order, probe_rows
 from netrules.errors import EvalError
 from netrules.facts import Value
 from netrules.lang import ast
-from netrules.lang.builtins import BuiltinError, compare, evaluate
+from netrules.lang.builtins import BuiltinError, compare, compile_term, evaluate
 
-__all__ = ["Join", "join_for", "fire_rows", "rows_for"]
+__all__ = ["Join", "join_for", "fire_rows", "rows_for", "bindings_of"]
 
 _VAR, _CONST, _EXPR, _ANON = 0, 1, 2, 3
 
@@ -38,7 +38,7 @@ def _probe_fn(db: Any) -> Callable[[str, tuple[int, ...], tuple], Any]:
     probe = getattr(db, "probe", None)
     if probe is not None:
         return probe
-    return lambda rel, pos, key: db.lookup(rel, dict(zip(pos, key, strict=True)))
+    return lambda rel, pos, key: probe_rows(db, rel, pos, key)
 
 
 def _no_key(vals: list) -> tuple:
@@ -61,7 +61,8 @@ def _key_fn(parts: list[tuple[int, Value]]) -> Callable[[list], tuple]:
 class Join:
     """One rule body compiled for one order and one set of variables bound on entry."""
 
-    def __init__(self, rule: ast.Rule, order: list[ast.Literal], prebound: tuple[str, ...]):
+    def __init__(self, rule: ast.Rule, order: list[ast.Literal], prebound: tuple[str, ...],
+                 bindings: bool = False):
         self.rule = rule
         self.prebound = prebound
         atoms = rule.atoms()
@@ -80,7 +81,7 @@ class Join:
             slot.setdefault(name, len(slot))
         self.slot = slot
         self.n_slots = len(slot)
-        step: _Step = self._emit_step()
+        step: _Step = self._binding_step() if bindings else self._emit_step()
         plans = []
         for lit in order:
             plans.append((lit, frozenset(bound)))
@@ -96,7 +97,7 @@ class Join:
             elif isinstance(lit, ast.Assignment):
                 step = self._assignment_step(lit, before, step)
             elif isinstance(lit, ast.Comparison):
-                step = self._comparison_step(lit, step)
+                step = self._comparison_step(lit, before, step)
             else:
                 raise EvalError(f"{_where(rule)}cannot join `{lit}` in `{rule}`")
         self._first = step
@@ -126,6 +127,16 @@ class Join:
         slot = self.slot
         return {n: vals[slot[n]] for n in names if n in slot}
 
+    def _term(self, term: object, available: frozenset[str] | set[str]
+              ) -> Callable[[list], Value]:
+        """``term``'s value from the slots; where a variable is not bound yet, the
+        interpreter's own error (``evaluate`` over what is bound)."""
+        names = ast.variables_of(term)
+        if names <= available:
+            return compile_term(term, self.slot)
+        have = names & set(available)
+        return lambda vals: evaluate(term, self._binding(vals, have))
+
     def _fail(self, err: BuiltinError, lit: object) -> EvalError:
         return EvalError(f"{_where(self.rule)}{err} (in `{lit}` of `{self.rule}`)")
 
@@ -148,19 +159,28 @@ class Join:
             else:
                 head = itemgetter(*slots)  # type: ignore[assignment]
         else:
-            names = ast.variables_of(self.rule.head)
+            every = set(slot)
+            parts = [self._term(ast.Var(x) if kind == _VAR else ast.Const(x)  # type: ignore
+                                if kind == _CONST else x, every) for kind, x in spec]
 
             def head(vals: list) -> tuple:
-                b = self._binding(vals, names)
                 try:
-                    return tuple(b[x] if kind == _VAR else x if kind == _CONST  # type: ignore
-                                 else evaluate(x, b) for kind, x in spec)
+                    return tuple([f(vals) for f in parts])
                 except BuiltinError as err:
                     raise EvalError(f"{_where(self.rule)}{err} (in the head of "
                                     f"`{self.rule}`)") from None
 
         def emit(vals: list, rows: list, ctx: list, out: list) -> None:
             out.append((head(vals), tuple(rows)))
+        return emit
+
+    def _binding_step(self) -> _Step:
+        """Emit the variable binding as a dict, for aggregates (``AggIndex``) and callers that
+        group instances by their variables."""
+        items = tuple(self.slot.items())
+
+        def emit(vals: list, rows: list, ctx: list, out: list) -> None:
+            out.append({n: vals[s] for n, s in items})
         return emit
 
     def _atom_step(self, atom: ast.Atom, k: int, bound: frozenset[str], nxt: _Step) -> _Step:
@@ -186,13 +206,12 @@ class Join:
             elif kind == _CONST:
                 pos.append(p)
                 key_parts.append((-1, x))  # type: ignore[arg-type]
-            elif kind == _EXPR:
-                exprs.append((p, x))
+            elif kind == _EXPR:  # sees what earlier arguments bound, as in ``_match``
+                exprs.append((p, self._term(x, bound | fresh)))
         positions = tuple(pos)
         key = _key_fn(key_parts) if key_parts else _no_key
         whole = len(positions) == len(spec) and not exprs
         binds_t, checks_t = tuple(binds), tuple(checks)
-        expr_names = frozenset(bound | fresh)
         join = self
 
         def matches(vals: list, row: tuple) -> bool:
@@ -200,10 +219,9 @@ class Join:
                 if row[p] != vals[s]:
                     return False
             if exprs:
-                b = join._binding(vals, expr_names)
                 for p, term in exprs:
                     try:
-                        if evaluate(term, b) != row[p]:
+                        if term(vals) != row[p]:
                             return False
                     except BuiltinError as err:
                         raise EvalError(f"{_where(join.rule)}{err} in {join.rule}") from None
@@ -248,6 +266,7 @@ class Join:
         probe_rule = ast.Rule(ast.Atom("_probe", ()), (a,))
         inner = Join(probe_rule, [a], tuple(sorted(bound))) if wild else None
         names = sorted(bound)
+        args = [] if wild else [self._term(t, bound) for t in a.args]
         join = self
 
         def step(vals: list, rows: list, ctx: list, out: list) -> None:
@@ -256,8 +275,7 @@ class Join:
                 if inner is not None:
                     hit = bool(inner.run(neg, neg, tuple(vals[join.slot[n]] for n in names)))
                 else:
-                    b = join._binding(vals, bound)
-                    hit = (a.relation, tuple(evaluate(t, b) for t in a.args)) in neg
+                    hit = (a.relation, tuple([f(vals) for f in args])) in neg
             except BuiltinError as err:
                 raise join._fail(err, lit) from None
             if not hit:
@@ -268,12 +286,12 @@ class Join:
                          ) -> _Step:
         s = self.slot[lit.var.name]
         check = lit.var.name in bound
-        names = ast.variables_of(lit.expr)
+        expr = self._term(lit.expr, bound)
         join = self
 
         def step(vals: list, rows: list, ctx: list, out: list) -> None:
             try:
-                v = evaluate(lit.expr, join._binding(vals, names))
+                v = expr(vals)
             except BuiltinError as err:
                 raise join._fail(err, lit) from None
             if check:
@@ -284,14 +302,14 @@ class Join:
                 nxt(vals, rows, ctx, out)
         return step
 
-    def _comparison_step(self, lit: ast.Comparison, nxt: _Step) -> _Step:
-        names = ast.variables_of(lit)
+    def _comparison_step(self, lit: ast.Comparison, bound: frozenset[str], nxt: _Step
+                         ) -> _Step:
+        left, right, op = self._term(lit.left, bound), self._term(lit.right, bound), lit.op
         join = self
 
         def step(vals: list, rows: list, ctx: list, out: list) -> None:
-            b = join._binding(vals, names)
             try:
-                ok = compare(lit.op, evaluate(lit.left, b), evaluate(lit.right, b))
+                ok = compare(op, left(vals), right(vals))
             except BuiltinError as err:
                 raise join._fail(err, lit) from None
             if ok:
@@ -299,17 +317,30 @@ class Join:
         return step
 
 
-def join_for(rule: ast.Rule, first: int | None = None, prebound: tuple[str, ...] = ()) -> Join:
+def join_for(rule: ast.Rule, first: int | None = None, prebound: tuple[str, ...] = (),
+             bindings: bool = False) -> Join:
     """The compiled body of ``rule`` starting from positive atom ``first`` (``body_order``),
-    with ``prebound`` variables given on entry; cached on the rule."""
+    with ``prebound`` variables given on entry, emitting (head, rows) or, with ``bindings``,
+    variable bindings; cached on the rule."""
     cache = rule.__dict__.get("_nr_joins")
     if cache is None:
         cache = {}
         object.__setattr__(rule, "_nr_joins", cache)
-    j = cache.get((first, prebound))
+    j = cache.get((first, prebound, bindings))
     if j is None:
-        j = cache[(first, prebound)] = Join(rule, body_order(rule, first), prebound)
+        j = cache[(first, prebound, bindings)] = Join(rule, body_order(rule, first), prebound,
+                                                      bindings)
     return j
+
+
+def bindings_of(rule: ast.Rule, reads: Mapping[int, Any] | Any, neg: Any = None,
+                first: int | None = None, start: Mapping[str, Value] | None = None
+                ) -> list[dict[str, Value]]:
+    """``solve_body``'s bindings (variables only, no matched rows), compiled; ``start``
+    pre-binds variables."""
+    names = tuple(sorted(start)) if start else ()
+    values = tuple(start[n] for n in names) if start else ()
+    return join_for(rule, first, names, bindings=True).run(reads, neg, values)
 
 
 def fire_rows(rule: ast.Rule, reads: Mapping[int, Any] | Any, neg: Any = None,

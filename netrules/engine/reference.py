@@ -22,7 +22,7 @@ from netrules.lang.builtins import BuiltinError, compare, evaluate
 from netrules.lang.check import schedule_body
 from netrules.plan import Plan, plan_program
 
-__all__ = ["Database", "evaluate_program", "solve_body", "head_fact", "aggregate_rule",
+__all__ = ["Database", "probe_rows", "evaluate_program", "solve_body", "head_fact", "aggregate_rule",
            "iterate_stratum", "evaluate_stratum", "derivation_counts"]
 
 Binding = dict[str, Value]
@@ -39,6 +39,7 @@ class Database:
     def __init__(self, facts: Iterable[Fact] = ()) -> None:
         self.rel: dict[str, set[tuple[Value, ...]]] = defaultdict(set)
         self._idx: dict[tuple[str, tuple[int, ...]], dict[tuple, dict[tuple, None]]] = {}
+        self._idx_of: dict[str, list[tuple[tuple[int, ...], dict]]] = {}  # per relation
         for f in facts:
             self.add(f.relation, f.args)
 
@@ -47,9 +48,8 @@ class Database:
         if args in rows:
             return False
         rows.add(args)
-        for (r, pos), index in self._idx.items():
-            if r == relation:
-                index.setdefault(tuple(args[p] for p in pos), {})[args] = None
+        for pos, index in self._idx_of.get(relation, ()):
+            index.setdefault(tuple([args[p] for p in pos]), {})[args] = None
         return True
 
     def discard(self, relation: str, args: tuple[Value, ...]) -> bool:
@@ -57,14 +57,13 @@ class Database:
         if not rows or args not in rows:
             return False
         rows.discard(args)
-        for (r, pos), index in self._idx.items():
-            if r == relation:
-                key = tuple(args[p] for p in pos)
-                bucket = index.get(key)
-                if bucket is not None:
-                    bucket.pop(args, None)
-                    if not bucket:
-                        del index[key]
+        for pos, index in self._idx_of.get(relation, ()):
+            key = tuple([args[p] for p in pos])
+            bucket = index.get(key)
+            if bucket is not None:
+                bucket.pop(args, None)
+                if not bucket:
+                    del index[key]
         return True
 
     def __contains__(self, item: tuple[str, tuple[Value, ...]]) -> bool:
@@ -87,10 +86,7 @@ class Database:
         key = (relation, pos)
         index = self._idx.get(key)
         if index is None:
-            index = {}
-            for row in rows:
-                index.setdefault(tuple(row[p] for p in pos), {})[row] = None
-            self._idx[key] = index
+            index = self._index(relation, pos)
         return list(index.get(tuple(bound[p] for p in pos), ()))
 
     def probe(self, relation: str, pos: tuple[int, ...], key: tuple) -> Iterable[tuple]:
@@ -103,15 +99,29 @@ class Database:
             return rows
         index = self._idx.get((relation, pos))
         if index is None:
-            index = {}
-            for row in rows:
-                index.setdefault(tuple(row[p] for p in pos), {})[row] = None
-            self._idx[(relation, pos)] = index
+            index = self._index(relation, pos)
         return index.get(key, ())
+
+    def _index(self, relation: str, pos: tuple[int, ...]) -> dict[tuple, dict[tuple, None]]:
+        """Build the index of ``relation`` on ``pos``; ``add``/``discard`` keep it current."""
+        index: dict[tuple, dict[tuple, None]] = {}
+        for row in self.rel[relation]:
+            index.setdefault(tuple([row[p] for p in pos]), {})[row] = None
+        self._idx[(relation, pos)] = index
+        self._idx_of.setdefault(relation, []).append((pos, index))
+        return index
 
     def facts(self, relation: str, locspec: int | None = 0) -> list[Fact]:
         return sorted((Fact(relation, a, locspec) for a in self.rel.get(relation, ())),
                       key=Fact.key)
+
+
+def probe_rows(db: Any, relation: str, pos: tuple[int, ...], key: tuple) -> Iterable[tuple]:
+    """``db.probe`` where the database or view has one, else its ``lookup``."""
+    probe = getattr(db, "probe", None)
+    if probe is not None:
+        return probe(relation, pos, key)
+    return db.lookup(relation, dict(zip(pos, key, strict=True)))
 
 
 def _where(rule: ast.Rule) -> str:
@@ -305,6 +315,10 @@ class Overlay:
     def lookup(self, relation: str, bound: Mapping[int, Value]) -> Iterable[tuple]:
         src = self.top if relation in self.hidden else self.lower
         return src.lookup(relation, bound)
+
+    def probe(self, relation: str, pos: tuple[int, ...], key: tuple) -> Iterable[tuple]:
+        return probe_rows(self.top if relation in self.hidden else self.lower, relation, pos,
+                          key)
 
     def __contains__(self, item: tuple[str, tuple]) -> bool:
         return item in (self.top if item[0] in self.hidden else self.lower)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from netrules.engine.reference import Database
+from netrules.engine.reference import Database, probe_rows
 from netrules.facts import Value
 
 __all__ = ["Minus", "Union", "Patched", "Readable"]
@@ -38,6 +38,13 @@ class Minus(Readable):
             return self.left.lookup(relation, bound)
         return [row for row in self.left.lookup(relation, bound) if (relation, row) not in right]
 
+    def probe(self, relation: str, pos: tuple[int, ...], key: tuple) -> Iterable[tuple]:
+        rows = probe_rows(self.left, relation, pos, key)
+        right = self.right
+        if not right.has(relation):
+            return rows
+        return [row for row in rows if (relation, row) not in right]
+
     def has(self, relation: str) -> bool:
         return self.left.has(relation)
 
@@ -59,6 +66,16 @@ class Union(Readable):
         first = list(self.a.lookup(relation, bound))
         a = self.a
         return first + [row for row in self.b.lookup(relation, bound) if (relation, row) not in a]
+
+    def probe(self, relation: str, pos: tuple[int, ...], key: tuple) -> Iterable[tuple]:
+        if not self.b.has(relation):
+            return probe_rows(self.a, relation, pos, key)
+        if not self.a.has(relation):
+            return probe_rows(self.b, relation, pos, key)
+        a = self.a
+        return [*probe_rows(a, relation, pos, key),
+                *(row for row in probe_rows(self.b, relation, pos, key)
+                  if (relation, row) not in a)]
 
     def __contains__(self, item: tuple[str, tuple]) -> bool:
         return item in self.a or item in self.b

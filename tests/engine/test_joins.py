@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from netrules.engine.firing import body_facts, instances_for
-from netrules.engine.joins import fire_rows, join_for, rows_for
+from netrules.engine.joins import bindings_of, fire_rows, join_for, rows_for
 from netrules.engine.reference import Database, head_fact, solve_body
 from netrules.engine.views import Patched
 from netrules.errors import NetrulesError
@@ -72,6 +72,11 @@ def interpreted(rule, read, neg, first):
             for b in solve_body(rule, read, neg=neg, first=first)]
 
 
+def interpreted_bindings(rule, read, neg, first):
+    return [{k: v for k, v in b.items() if isinstance(k, str)}
+            for b in solve_body(rule, read, neg=neg, first=first)]
+
+
 def interpreted_for(rule, row, view):
     return [tuple(r for _, r in body_facts(rule, b)) for b in instances_for(rule, row, view, view)]
 
@@ -97,6 +102,9 @@ def test_compiled_joins_equal_the_interpreter(text, facts, hidden, shown):
             want = outcome(interpreted, rule, read, neg, first)
             got = outcome(fire_rows, rule, read, neg, first)
             assert got == want, (text, first)
+            want_b = outcome(interpreted_bindings, rule, read, neg, first)
+            got_b = outcome(bindings_of, rule, read, neg, first)
+            assert got_b == want_b, (text, first)
     # solving for a head: every head the rule derives, and one it does not
     found = outcome(fire_rows, rule, base)
     heads = set() if isinstance(found, tuple) else {h for h, _ in found}

@@ -165,7 +165,7 @@ def add_known(db: Database, rel: str, idx: np.ndarray, rows: list[tuple],
             keep[i] = False
 
 
-def _load(pdf: pd.DataFrame, new: np.ndarray, used: frozenset[str] | None
+def load_facts(pdf: pd.DataFrame, new: np.ndarray, used: frozenset[str] | None
           ) -> tuple[Database, Database, np.ndarray]:
     """The region's facts of the ``used`` relations (all when None), messages' relations too,
     with the rows to keep: a message for a fact already here, or a repeat, is dropped. Old
@@ -262,7 +262,7 @@ def _round_fn(plan: Plan, stratum: Stratum, pmap: PartitionMap, first: bool) -> 
                 return pdf  # no message came: still at the local fixpoint it reached
             if needs_body and not pdf["rel"].isin(reads).any():
                 return pdf  # no fact any rule reads is here: nothing to derive
-        db, frontier, keep = _load(pdf, new, used)
+        db, frontier, keep = load_facts(pdf, new, used)
         emit = _Emitter(int(pdf["part"].iat[0]), db, part_of)
         _local_fixpoint(stratum, db, frontier, emit, first)
         return pd.concat([pdf[keep].assign(new=False), emit.frame()], ignore_index=True)
@@ -290,10 +290,9 @@ def frame_facts(df: DataFrame, plan: Plan) -> Iterator[Fact]:
 
 
 def _absorbed(stratum: Stratum, after: Stratum | None) -> bool:
-    """A non-recursive stratum's messages derive nothing more in it, so the next plain
-    stratum's first round takes them in: no round runs only to deliver them."""
-    return (not stratum.recursive and not stratum.iterated and after is not None
-            and not after.iterated)
+    """A non-recursive stratum's messages derive nothing more in it, so the next stratum's
+    first round takes them in: no round runs only to deliver them."""
+    return not stratum.recursive and after is not None
 
 
 def spark_evaluate(spark: SparkSession, plan: Plan, facts: Iterable[Fact], *,

@@ -33,10 +33,9 @@ from pyspark.sql import functions as F
 from netrules.engine.iterated import apply_once, iterate_from_nothing
 from netrules.engine.reference import Database
 from netrules.engine.spark.fixpoint import (
-    add_known,
     decode_many,
     encode_args,
-    groups_of,
+    load_facts,
     read_relations,
 )
 from netrules.engine.views import Union
@@ -72,13 +71,13 @@ class _Tagged:
 
 @dataclass
 class _Region:
-    """A region's rows by role: lower facts (positions; decoded when the stratum reads them),
-    the stratum's own facts (their text by fact, to reuse), contributions kept and incoming,
-    and what was sent, per other region."""
+    """A region's rows by role: lower facts (the positions kept; decoded when the stratum
+    reads them), the stratum's own facts (their text by fact, to reuse), contributions kept and
+    incoming, and what was sent, per other region."""
 
     me: int
     lower_rows: list[int]
-    lower: Database = field(default_factory=Database)
+    lower: Database
     texts: dict[Key, str] = field(default_factory=dict)
     old: _Tagged = field(default_factory=_Tagged)
     incoming: _Tagged = field(default_factory=_Tagged)
@@ -104,11 +103,9 @@ def _split(pdf: pd.DataFrame, stratum: Stratum, reads: frozenset[str] | None) ->
     new = pdf["new"].to_numpy(dtype=bool)
     tag = pdf["rel"].str.startswith((_CONTRIB, _SENT)).to_numpy(dtype=bool)
     own = pdf["rel"].isin(stratum.relations).to_numpy()
-    lower = ~tag & ~own
-    region = _Region(int(pdf["part"].iat[0]), np.flatnonzero(lower).tolist())
-    read = lower if reads is None else lower & pdf["rel"].isin(reads).to_numpy()
-    for rel, idx in groups_of(rels, read):  # rows are distinct: every round keeps one a fact
-        add_known(region.lower, rel, idx, decode_many(args[idx].tolist()))
+    low = np.flatnonzero(~tag & ~own)  # lower facts, messages of a lower stratum among them
+    lower, _, keep = load_facts(pdf.iloc[low], new[low], reads)
+    region = _Region(int(pdf["part"].iat[0]), low[keep].tolist(), lower)
     idx = np.flatnonzero(own)
     region.texts = dict(zip(zip(rels[idx], decode_many(args[idx].tolist()), strict=True),
                             args[idx], strict=True))

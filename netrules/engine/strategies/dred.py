@@ -23,8 +23,9 @@ from netrules.engine.firing import (
     fire_from_delta,
 )
 from netrules.engine.iterated import maintain_iterated
+from netrules.engine.joins import bindings_of
 from netrules.engine.ledger import BaseLedger
-from netrules.engine.reference import Database, solve_body
+from netrules.engine.reference import Database
 from netrules.engine.strategies.base import (
     BatchStats,
     Delta,
@@ -60,7 +61,7 @@ def _fire_changed(rule: ast.Rule, changed_pos: Minus, changed_neg: Minus, other:
 def _holds(rule: ast.Rule, b: dict, db: object) -> bool:
     """Whether binding ``b`` (variables only) satisfies ``rule``'s body in ``db``."""
     start = {k: v for k, v in b.items() if isinstance(k, str)}
-    return any(True for _ in solve_body(rule, db, neg=db, binding=start))
+    return bool(bindings_of(rule, db, db, start=start))
 
 
 def _binding_changes(rule: ast.Rule, I: Database, D: Database, A: Database
@@ -92,7 +93,7 @@ def _aggregate_changes(state: State, stratum: Stratum, I: Database, D: Database,
         ix = indexes.get(id(rule))
         if ix is None:
             ix = indexes[id(rule)] = AggIndex(rule)
-            ix.update((), solve_body(rule, I))  # first use: the old state's bindings
+            ix.update((), bindings_of(rule, I))  # first use: the old state's bindings
         used.append(ix)
         body_rels = {a.relation for a in rule.atoms()} | {
             b.atom.relation for b in rule.body if isinstance(b, ast.Negation)}
