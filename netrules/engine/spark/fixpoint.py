@@ -12,7 +12,9 @@ A round costs one Spark job: its output is checkpointed lazily and the count of 
 flight fills the checkpoint, so the next round reads it and the lineage never grows. A region
 decodes only the facts of relations the stratum reads or derives and hands every fact it
 already had back as the text it came in; only derived facts are encoded. A region no message
-reached is at its local fixpoint already and returns its rows untouched.
+reached is at its local fixpoint already and returns its rows untouched. A non-recursive
+stratum's messages are taken in by the next stratum's first round, and each region is steered
+to a task of its own (``region_key``).
 
 Aggregates are computed where their body is; a rule whose aggregate head is located elsewhere
 than its body would need a shuffle of partial groups and is refused with a clear error.
@@ -24,13 +26,16 @@ import gc
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import partial, wraps
+from functools import reduce, wraps
+from itertools import count
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from netrules.engine.reference import Database, aggregate_rule, head_fact, solve_body
+from netrules.engine.joins import bindings_of, fire_rows
+from netrules.engine.reference import Database, aggregate_rule
 from netrules.engine.session import count_jobs
 from netrules.engine.spark.partition import PartitionMap
 from netrules.errors import EngineError
@@ -38,8 +43,8 @@ from netrules.facts import Fact, value_from_json
 from netrules.lang import ast
 from netrules.plan import Plan, Stratum
 
-__all__ = ["SCHEMA", "spark_evaluate", "SparkRunStats", "encode_args", "decode_args",
-           "decode_many", "facts_frame", "frame_facts"]
+__all__ = ["SCHEMA", "spark_evaluate", "SparkRunStats", "encode_args", "encode_many",
+           "decode_args", "decode_many", "facts_frame", "frame_facts"]
 
 SCHEMA = "part int, rel string, args string, new boolean"
 
@@ -55,6 +60,18 @@ def encode_args(args: tuple) -> str:
     """A fact's arguments as a JSON array; one encoder serves every call (json.dumps with
     separators builds a new one per call, which cost more than the encoding)."""
     return _ENCODER.encode(args)
+
+
+def encode_many(rows: Sequence[tuple]) -> list[str]:
+    """``encode_args`` over many rows: one encoding of them all, cut at the ``],[`` between
+    rows when that text occurs nowhere else (``],[`` cannot overlap itself, so a count of
+    one less than the rows proves it); otherwise row by row."""
+    if len(rows) < 2:
+        return [encode_args(r) for r in rows]
+    inner = _ENCODER.encode(rows)[2:-2]
+    if inner.count("],[") != len(rows) - 1:
+        return [encode_args(r) for r in rows]
+    return ["[" + text + "]" for text in inner.split("],[")]
 
 
 def decode_args(text: str) -> tuple:
@@ -124,9 +141,19 @@ def _location(relation: str, args: tuple, plan: Plan):
     return None if spec is None else args[spec]
 
 
-def _part_of(plan: Plan, pmap: PartitionMap, rel: str, args: tuple) -> int:
-    loc = _location(rel, args, plan)
-    return 0 if loc is None else pmap.of(loc)
+def locator(plan: Plan, pmap: PartitionMap) -> Callable[[str, tuple], int]:
+    """A fact's partition (0 when unlocated), with the lookups bound once: it runs per
+    derived fact."""
+    spec_of, known, of = plan.locspec.get, pmap.assignment.get, pmap.of
+
+    def part_of(rel: str, args: tuple) -> int:
+        spec = spec_of(rel, 0)
+        if spec is None:
+            return 0
+        part = known(args[spec])
+        return of(args[spec]) if part is None else part
+
+    return part_of
 
 
 def read_relations(rules: Iterable[ast.Rule]) -> frozenset[str] | None:
@@ -166,7 +193,7 @@ def add_known(db: Database, rel: str, idx: np.ndarray, rows: list[tuple],
 
 
 def load_facts(pdf: pd.DataFrame, new: np.ndarray, used: frozenset[str] | None
-          ) -> tuple[Database, Database, np.ndarray]:
+               ) -> tuple[Database, Database, np.ndarray]:
     """The region's facts of the ``used`` relations (all when None), messages' relations too,
     with the rows to keep: a message for a fact already here, or a repeat, is dropped. Old
     facts go in first, so a message joins the frontier only when its fact is new here."""
@@ -196,22 +223,24 @@ class _Emitter:
         self.sent: set[tuple[str, tuple]] = set()
 
     def __call__(self, rel: str, row: tuple) -> bool:
-        """Keep a derived fact here or send it; True when it is new here."""
+        """Keep a derived fact here or send it; True when it is new here. Most derivations
+        repeat a fact (every neighbour derives it again), so that is tested first: a fact in
+        ``db`` is located here, one in ``sent`` elsewhere, and neither needs locating."""
+        if row in self.db.rel.get(rel, ()) or (rel, row) in self.sent:
+            return False
         dest = self.part_of(rel, row)
         if dest == self.me:
-            if self.db.add(rel, row):
-                self.rows.append((dest, rel, row, False))
-                return True
-            return False
-        if (rel, row) not in self.sent:
-            self.sent.add((rel, row))
-            self.rows.append((dest, rel, row, True))
+            self.db.add(rel, row)
+            self.rows.append((dest, rel, row, False))
+            return True
+        self.sent.add((rel, row))
+        self.rows.append((dest, rel, row, True))
         return False
 
     def frame(self) -> pd.DataFrame:
         parts, rels, rows, news = zip(*self.rows, strict=True) if self.rows else ((),) * 4
         return pd.DataFrame({"part": np.array(parts, dtype=np.int32), "rel": list(rels),
-                             "args": [encode_args(r) for r in rows],
+                             "args": encode_many(rows),
                              "new": np.array(news, dtype=bool)})
 
 
@@ -223,10 +252,9 @@ def _local_fixpoint(stratum: Stratum, db: Database, frontier: Database, emit: _E
     if first:
         for rule in stratum.rules:
             if rule.head.aggregate():
-                for row in aggregate_rule(rule, solve_body(rule, db)):
+                for row in aggregate_rule(rule, bindings_of(rule, db)):
                     emit(rule.head.relation, row)
-        produced = [(r.head.relation, head_fact(r, b)) for r in plain
-                    for b in solve_body(r, db)]
+        produced = [(r.head.relation, row) for r in plain for row, _ in fire_rows(r, db)]
         frontier = Database()
         for rel, row in produced:
             if emit(rel, row):
@@ -240,8 +268,7 @@ def _local_fixpoint(stratum: Stratum, db: Database, frontier: Database, emit: _E
                 if not frontier.rel.get(atom.relation):
                     continue
                 reads = {j: (frontier if j == i else db) for j in range(len(atoms))}
-                for b in solve_body(rule, reads, neg=db, first=i):
-                    row = head_fact(rule, b)
+                for row, _ in fire_rows(rule, reads, db, first=i):
                     if emit(rule.head.relation, row):
                         nxt.add(rule.head.relation, row)
         frontier = nxt
@@ -251,7 +278,7 @@ def _round_fn(plan: Plan, stratum: Stratum, pmap: PartitionMap, first: bool) -> 
     reads = read_relations(stratum.rules)
     used = None if reads is None else reads | stratum.relations
     needs_body = reads is not None and all(r.atoms() for r in stratum.rules)
-    part_of = partial(_part_of, plan, pmap)
+    part_of = locator(plan, pmap)
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
         if pdf.empty:
@@ -289,6 +316,46 @@ def frame_facts(df: DataFrame, plan: Plan) -> Iterator[Fact]:
         yield Fact(r["rel"], decode_args(r["args"]), plan.locspec.get(r["rel"], 0))
 
 
+_MASK = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _MASK
+
+
+def murmur3_int(value: int, seed: int) -> int:
+    """Spark's ``Murmur3_x86_32.hashInt``: what a shuffle hashes an int key with."""
+    k = _rotl((value & _MASK) * 0xCC9E2D51 & _MASK, 15) * 0x1B873593 & _MASK
+    h = (_rotl((seed & _MASK) ^ k, 13) * 5 + 0xE6546B64) & _MASK
+    h ^= 4
+    h = (h ^ (h >> 16)) * 0x85EBCA6B & _MASK
+    h = (h ^ (h >> 13)) * 0xC2B2AE35 & _MASK
+    h ^= h >> 16
+    return h - (1 << 32) if h >> 31 else h
+
+
+def shuffle_slot(key: int, part: int, slots: int) -> int:
+    """The shuffle partition of a row grouped by the int columns (key, part): Spark chains
+    Murmur3 over the columns from seed 42 and takes the result modulo the partitions."""
+    return murmur3_int(part, murmur3_int(key, 42)) % slots
+
+
+def region_key(parts: int, slots: int, tasks: int) -> Column:
+    """A column that, grouped by with ``part``, puts region p in shuffle partition
+    ``p % min(slots, tasks)``: a region per task, as many tasks as run at once (``tasks``);
+    a Python task costs ~0.1 s even when its regions are small. Grouped by ``part`` alone
+    Spark's hash put regions 0, 1 and 3 of 4 in one task while the other core idled, and a
+    2-region run on a 2-worker cluster ran on one worker. The groups stay the regions
+    whatever the key."""
+    used = max(1, min(slots, tasks))
+    keys = [next(k for k in count() if shuffle_slot(k, p, slots) == p % used)
+            for p in range(parts)]
+    part = F.col("part")
+    when = reduce(lambda acc, pk: acc.when(part == pk[0], pk[1]), enumerate(keys[1:], 1),
+                  F.when(part == 0, keys[0]))
+    return when.otherwise(0).cast("int")
+
+
 def _absorbed(stratum: Stratum, after: Stratum | None) -> bool:
     """A non-recursive stratum's messages derive nothing more in it, so the next stratum's
     first round takes them in: no round runs only to deliver them."""
@@ -298,7 +365,8 @@ def _absorbed(stratum: Stratum, after: Stratum | None) -> bool:
 def spark_evaluate(spark: SparkSession, plan: Plan, facts: Iterable[Fact], *,
                    parts: int = 4, pmap: PartitionMap | None = None,
                    max_rounds: int = 10_000) -> tuple[DataFrame, SparkRunStats]:
-    """Every fact of the least model, as a checkpointed DataFrame, and what it cost."""
+    """Every fact of the least model, as a DataFrame over the last round's checkpoint, and
+    what it cost."""
     # iterated builds on this module's codec, so it is imported when used
     from netrules.engine.spark.iterated import finish, iterated_round_fn
 
@@ -306,6 +374,8 @@ def spark_evaluate(spark: SparkSession, plan: Plan, facts: Iterable[Fact], *,
     facts = list(dict.fromkeys([*plan.program.facts, *facts]))  # one row per fact
     pmap = pmap or PartitionMap.from_facts(facts, parts)
     stats = SparkRunStats()
+    key = region_key(pmap.parts, int(spark.conf.get("spark.sql.shuffle.partitions")),
+                     spark.sparkContext.defaultParallelism)
     with count_jobs(spark) as jobs:
         state = facts_frame(spark, plan, facts, pmap)
         for k, stratum in enumerate(plan.strata):
@@ -315,9 +385,9 @@ def spark_evaluate(spark: SparkSession, plan: Plan, facts: Iterable[Fact], *,
                 stats.rounds += 1
                 if stats.rounds > max_rounds:
                     raise EngineError(f"no fixpoint after {max_rounds} rounds")
-                fn = (iterated_round_fn(stratum, partial(_part_of, plan, pmap), first)
+                fn = (iterated_round_fn(stratum, locator(plan, pmap), first)
                       if stratum.iterated else _round_fn(plan, stratum, pmap, first))
-                out = state.groupBy("part").applyInPandas(_gc_paused(fn), SCHEMA)
+                out = state.groupBy(key, "part").applyInPandas(_gc_paused(fn), SCHEMA)
                 out = out.localCheckpoint(eager=False)
                 pending = out.filter("new").count()  # the round's one job fills the checkpoint
                 stats.messages += pending

@@ -34,7 +34,7 @@ from netrules.engine.iterated import apply_once, iterate_from_nothing
 from netrules.engine.reference import Database
 from netrules.engine.spark.fixpoint import (
     decode_many,
-    encode_args,
+    encode_many,
     load_facts,
     read_relations,
 )
@@ -98,6 +98,7 @@ class _Region:
 
 
 def _split(pdf: pd.DataFrame, stratum: Stratum, reads: frozenset[str] | None) -> _Region:
+    """Sort a region's rows by role, decoding only what the round reads."""
     rels = pdf["rel"].to_numpy(dtype=object)
     args = pdf["args"].to_numpy(dtype=object)
     new = pdf["new"].to_numpy(dtype=bool)
@@ -123,6 +124,8 @@ def _split(pdf: pd.DataFrame, stratum: Stratum, reads: frozenset[str] | None) ->
 
 def _region_round(pdf: pd.DataFrame, stratum: Stratum, part_of: Callable[[str, tuple], int],
                   reads: frozenset[str] | None) -> pd.DataFrame:
+    """Recompute the region's part of the stratum and send each changed contribution; rows
+    the round does not change go back out as they came."""
     region = _split(pdf, stratum, reads)
     me = region.me
     fixed = region.contributions()
@@ -147,31 +150,35 @@ def _region_round(pdf: pd.DataFrame, stratum: Stratum, part_of: Callable[[str, t
             continue
         out.put(dest, _tagged(_CONTRIB, me), (), True)  # a changed contribution goes out whole
         for rel, row in now:
-            text = encode_args(row)
-            out.put(dest, _tagged(_CONTRIB, me, rel), row, True, text)
-            out.put(me, _tagged(_SENT, dest, rel), row, False, text)
+            out.put(dest, _tagged(_CONTRIB, me, rel), row, True)
+            out.put(me, _tagged(_SENT, dest, rel), row, False)
     kept.sort()
     return pd.concat([pdf.iloc[kept].assign(new=False), out.frame()], ignore_index=True)
 
 
 class _Rows:
-    """Output rows a round makes, encoded unless their text is known."""
+    """Output rows a round makes; those whose text is not known are encoded together."""
 
     def __init__(self) -> None:
         self.parts: list[int] = []
         self.rels: list[str] = []
-        self.args: list[str] = []
+        self.rows: list[tuple] = []
+        self.texts: list[str | None] = []
         self.news: list[bool] = []
 
     def put(self, part: int, rel: str, row: tuple, new: bool, text: str | None = None) -> None:
         self.parts.append(part)
         self.rels.append(rel)
-        self.args.append(encode_args(row) if text is None else text)
+        self.rows.append(row)
+        self.texts.append(text)
         self.news.append(new)
 
     def frame(self) -> pd.DataFrame:
+        missing = [i for i, text in enumerate(self.texts) if text is None]
+        for i, text in zip(missing, encode_many([self.rows[i] for i in missing]), strict=True):
+            self.texts[i] = text
         return pd.DataFrame({"part": np.array(self.parts, dtype=np.int32), "rel": self.rels,
-                             "args": self.args, "new": np.array(self.news, dtype=bool)})
+                             "args": self.texts, "new": np.array(self.news, dtype=bool)})
 
 
 def iterated_round_fn(stratum: Stratum, part_of: Callable[[str, tuple], int], first: bool
