@@ -105,8 +105,9 @@ class Join:
     # -- running -------------------------------------------------------------------------
 
     def run(self, read: Mapping[int, Any] | Any, neg: Any = None,
-            start: tuple[Value, ...] = ()) -> list[Found]:
-        """(head row, body rows) for every body solution, in ``solve_body``'s order. ``read``:
+            start: tuple[Value, ...] = ()) -> list:
+        """(head row, body rows) for every body solution, in ``solve_body``'s order (a
+        variable binding each, for a join compiled with ``bindings``). ``read``:
         one database, or one per positive atom; negations read ``neg`` (default: ``read``);
         ``start``: values of the pre-bound variables, in ``prebound`` order."""
         if isinstance(read, Mapping):
@@ -118,7 +119,7 @@ class Join:
         vals: list = [None] * self.n_slots
         for i, v in enumerate(start):
             vals[i] = v
-        out: list[Found] = []
+        out: list = []
         ctx = [dbs, [_probe_fn(db) for db in dbs], neg, out]
         self._first(vals, [None] * self.n_atoms, ctx, out)
         return out
