@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--program", default="reachability")
     ap.add_argument("--events", type=int, default=20, help="link down/up pairs")
     ap.add_argument("--strategies", default="psn,dred")
+    ap.add_argument("--section", help="docs/benchmarks.md section to write (default: engine, "
+                    "or engine-PROGRAM for another program)")
     ap.add_argument("--dred-events", type=int, default=3, help="DRed is slow: fewer events")
     ap.add_argument("--no-spark", action="store_true")
     ap.add_argument("--parts", type=int, default=4)
@@ -158,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from doc import replace_section
 
-        section = "engine" if args.program == "reachability" else f"engine-{args.program}"
+        section = args.section or (
+            "engine" if args.program == "reachability" else f"engine-{args.program}")
         replace_section(section, markdown(res, argv if argv is not None else sys.argv[1:]))
     return 0
 
