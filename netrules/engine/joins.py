@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from operator import itemgetter
 from typing import Any
 
-from netrules.engine.reference import _spec, _where, body_order, probe_rows
+from netrules.engine.reference import _CONST, _EXPR, _VAR, _spec, _where, body_order, probe_rows
 from netrules.errors import EvalError
 from netrules.facts import Value
 from netrules.lang import ast
@@ -28,7 +28,6 @@ from netrules.lang.builtins import BuiltinError, compare, compile_term, evaluate
 
 __all__ = ["Join", "join_for", "fire_rows", "rows_for", "bindings_of"]
 
-_VAR, _CONST, _EXPR, _ANON = 0, 1, 2, 3
 
 Found = tuple[tuple, tuple]  # (head row, body rows in positive-atom order)
 _Step = Callable[[list, list, list, list], None]
@@ -120,7 +119,7 @@ class Join:
         for i, v in enumerate(start):
             vals[i] = v
         out: list = []
-        ctx = [dbs, [_probe_fn(db) for db in dbs], neg, out]
+        ctx = [dbs, [_probe_fn(db) for db in dbs], neg]
         self._first(vals, [None] * self.n_atoms, ctx, out)
         return out
 

@@ -26,6 +26,7 @@ from netrules.engine.spark.fixpoint import (
     SparkRunStats,
     encode_args,
     frame_facts,
+    locator,
     spark_evaluate,
 )
 from netrules.engine.spark.partition import PartitionMap
@@ -56,13 +57,9 @@ class SparkEngine(Engine):
 
     def _rows(self, d: dict[str, set[tuple]]) -> list[tuple]:
         assert self.pmap is not None
-        out = []
-        for rel, rows in d.items():
-            spec = self.plan.locspec.get(rel, 0)
-            for row in rows:
-                part = 0 if spec is None else self.pmap.of(row[spec])
-                out.append((part, rel, encode_args(row), False))
-        return out
+        part_of = locator(self.plan, self.pmap)
+        return [(part_of(rel, row), rel, encode_args(row), False)
+                for rel, rows in d.items() for row in rows]
 
     def apply(self, batch: Iterable[tuple[str, Fact]]) -> Delta:
         """Maintain on the hot path; the mirror takes the net change when next read, or every

@@ -136,11 +136,6 @@ def check_spark_plan(plan: Plan) -> None:
                               "locate the head with the body.")
 
 
-def _location(relation: str, args: tuple, plan: Plan):
-    spec = plan.locspec.get(relation, 0)
-    return None if spec is None else args[spec]
-
-
 def locator(plan: Plan, pmap: PartitionMap) -> Callable[[str, tuple], int]:
     """A fact's partition (0 when unlocated), with the lookups bound once: it runs per
     derived fact."""
@@ -303,10 +298,9 @@ def _body_rels(rules: Iterable[ast.Rule]) -> set[str]:
 
 def facts_frame(spark: SparkSession, plan: Plan, facts: Iterable[Fact], pmap: PartitionMap
                 ) -> DataFrame:
-    rows = []
-    for f in facts:
-        loc = _location(f.relation, f.args, plan)
-        rows.append((0 if loc is None else pmap.of(loc), f.relation, encode_args(f.args), False))
+    part_of = locator(plan, pmap)
+    rows = [(part_of(f.relation, f.args), f.relation, encode_args(f.args), False)
+            for f in facts]
     return spark.createDataFrame(rows, SCHEMA)
 
 

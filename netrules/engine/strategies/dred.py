@@ -51,13 +51,6 @@ def _recursive_positions(rule: ast.Rule, stratum: Stratum) -> list[int]:
     return [i for i, a in enumerate(rule.atoms()) if a.relation in stratum.relations]
 
 
-def _fire_changed(rule: ast.Rule, changed_pos: Minus, changed_neg: Minus, other: object,
-                  neg: object) -> Iterable[tuple]:
-    """Heads of instances with a positive atom in ``changed_pos`` or a negated atom whose fact
-    is in ``changed_neg``; all other atoms read ``other``, remaining negations ``neg``."""
-    return changed_heads(rule, changed_pos, changed_neg, other, neg)
-
-
 def _holds(rule: ast.Rule, b: dict, db: object) -> bool:
     """Whether binding ``b`` (variables only) satisfies ``rule``'s body in ``db``."""
     start = {k: v for k, v in b.items() if isinstance(k, str)}
@@ -121,7 +114,7 @@ def dred_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
     # OVERDELETE (lines 45-51)
     n_d: set[FactKey] = set(agg_gone)
     for rule in plain:
-        for row in _fire_changed(rule, d_minus_a, a_minus_d, I, I):
+        for row in changed_heads(rule, d_minus_a, a_minus_d, I, I):
             n_d.add((rule.head.relation, row))
     neg_old = Union(I, A)
     delete_phase(recursive, n_d, I, D, Minus(I, d_minus_a), neg_old, stats)
@@ -177,7 +170,7 @@ def insert_phase(stratum: Stratum, I: Database, D: Database, A: Database, n_a: s
     recursive = [r for r in plain if _recursive_positions(r, stratum)]
     new = Union(Minus(I, D), A)
     for rule in plain:
-        for row in _fire_changed(rule, Minus(A, D), Minus(D, A), new, new):
+        for row in changed_heads(rule, Minus(A, D), Minus(D, A), new, new):
             n_a.add((rule.head.relation, row))
     while True:
         delta = Database()

@@ -17,7 +17,7 @@ import random
 import sys
 from collections.abc import Iterable
 
-from netrules.engine.firing import FactKey, body_keys, derivable, fire_from_delta
+from netrules.engine.firing import FactKey, body_keys, changed_heads, derivable, fire_from_delta
 from netrules.engine.joins import rows_for
 from netrules.engine.ledger import BaseLedger
 from netrules.engine.reference import Database, Overlay
@@ -93,7 +93,7 @@ def _fbf_stratum(state: State, stratum: Stratum, I: Database, D: Database, A: Da
     # DELETEUNPROVED (lines 67-76)
     n_d: set[FactKey] = set()
     for rule in stratum.rules:
-        for row in dred._fire_changed(rule, d_minus_a, Minus(A, D), I, I):
+        for row in changed_heads(rule, d_minus_a, Minus(A, D), I, I):
             n_d.add((rule.head.relation, row))
     def survives(f: FactKey, round_deleted: Database) -> bool:
         nonlocal delta_d
