@@ -116,11 +116,15 @@ def _check_relations(plan: Plan, facts: list[Fact], where: str) -> None:
 @click.option("--engine", type=click.Choice(["reference", "spark"]), default="reference",
               show_default=True, help="Who computes the views.")
 @click.option("--strategy", default=None, help="Maintenance strategy (spark engine).")
+@click.option("--state", "state_at", type=click.Choice(["driver", "spark"]), default="driver",
+              show_default=True,
+              help="Spark engine: keep the maintained state on the driver (fastest while it "
+                   "fits) or in Spark executors, region by region (positive programs).")
 @click.option("--shuffle", type=int, default=None,
               help="Deliver each batch's updates in a random order from this seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print views as JSON.")
 def eval_cmd(program: str, facts_path: str | None, updates_path: str | None, engine: str,
-             strategy: str | None, shuffle: int | None, as_json: bool) -> None:
+             strategy: str | None, state_at: str, shuffle: int | None, as_json: bool) -> None:
     """Evaluate PROGRAM over FACTS and print every derived relation. With --updates, apply
     each batch and print the views after it (JSON: a list, one object per batch)."""
     from netrules.engine.runner import run_batches
@@ -137,7 +141,7 @@ def eval_cmd(program: str, facts_path: str | None, updates_path: str | None, eng
             for b in batches:
                 _check_relations(plan, [f for _, f in b], updates_path)
         results = run_batches(plan, facts, batches, engine=engine, strategy=strategy,
-                              shuffle=shuffle)
+                              shuffle=shuffle, state=state_at)
     except NetrulesError as err:
         _fail(err)
         return

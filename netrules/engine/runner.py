@@ -28,8 +28,10 @@ def apply_signed(base: set[Fact], batch: list[tuple[str, Fact]]) -> set[Fact]:
 
 def run_batches(plan: Plan, facts: list[Fact], batches: list[list[tuple[str, Fact]]] | None,
                 *, engine: str = "reference", strategy: str | None = None,
-                shuffle: int | None = None) -> list[dict[str, list[Fact]]]:
-    """Views after the initial facts, then after each batch (index 0 is the initial state)."""
+                shuffle: int | None = None, state: str = "driver"
+                ) -> list[dict[str, list[Fact]]]:
+    """Views after the initial facts, then after each batch (index 0 is the initial state);
+    ``state``: where the Spark engine keeps what it maintains (``driver`` or ``spark``)."""
     rng = random.Random(shuffle) if shuffle is not None else None
     if engine == "reference":
         from netrules.engine.reference import evaluate_program
@@ -43,6 +45,10 @@ def run_batches(plan: Plan, facts: list[Fact], batches: list[list[tuple[str, Fac
             base = apply_signed(base, batch)
             out.append(evaluate_program(plan, base))
         return out
+    if engine == "spark" and state == "spark":
+        from netrules.engine.spark.resident import run_resident_batches
+
+        return run_resident_batches(plan, facts, batches or [], rng=rng)
     if engine == "spark":
         from netrules.engine.spark.engine import run_spark_batches
 

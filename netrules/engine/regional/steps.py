@@ -1,0 +1,214 @@
+"""What a region does in one round of a resident batch: kill, rederive or insert.
+
+A batch that deletes runs *kill* rounds until no region finds a new suspect, one *rederive*
+round, then *insert* rounds until no message is in flight; a batch that only inserts runs the
+insert rounds. Rules are localized, so every rule body sits at one node and is matched in the
+region holding that node; only heads located elsewhere travel, as messages
+``(head, rank, support)`` to the head's region, which decides what to keep. Kill messages are
+the facts that died, sent to every region (a region cannot know who kept a support on them).
+
+The algorithm is ``strategies/psn.py``'s, cut at region boundaries: ranks stay well-founded
+because a support is built where its body is, from the body's ranks there, and a suspect is
+hidden from every body it could join (it lives in the region the body is matched in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from netrules.engine.firing import FactKey, body_keys
+from netrules.engine.joins import fire_rows, rows_for
+from netrules.engine.reference import Database
+from netrules.engine.regional.state import RegionState, Support
+from netrules.engine.views import Patched
+from netrules.errors import EngineError
+from netrules.lang import ast
+from netrules.plan import Plan
+
+__all__ = ["Program", "Outbox", "check_resident_plan", "kill", "rederive", "insert", "settle"]
+
+Message = tuple[FactKey, int, Support]
+
+
+@dataclass
+class Outbox:
+    """A region's answer to one round."""
+
+    messages: dict[int, list[Message]] = field(default_factory=dict)  # by destination
+    suspects: list[FactKey] = field(default_factory=list)  # found this round (kill)
+    added: list[FactKey] = field(default_factory=list)  # derived facts new to the views
+    revived: list[FactKey] = field(default_factory=list)  # suspects that kept their place
+
+    def send(self, dest: int, msg: Message) -> None:
+        self.messages.setdefault(dest, []).append(msg)
+
+
+def check_resident_plan(plan: Plan) -> None:
+    """Refuse what regional PSN cannot keep exactly, naming the rule."""
+    for s in plan.strata:
+        if s.aggregates or s.negation or s.iterated:
+            what = "an aggregate" if s.aggregates or s.iterated else "negation"
+            raise EngineError(f"views kept in Spark hold positive programs only; "
+                              f"{', '.join(sorted(s.relations))} use {what}. Keep the state on "
+                              "the driver (--state driver) for this program.")
+    for r in plan.rules:
+        atoms = r.atoms()
+        if not atoms:
+            raise EngineError(f"{r.loc}: a rule with no body atom has no region to run in; "
+                              "write it as a fact.")
+        locs = {str(a.location_term) if a.locspec is not None else None for a in atoms}
+        if len(locs) != 1:
+            raise EngineError(f"{r.loc}: the body of {r.head.relation} is not at one node "
+                              f"({', '.join(sorted(map(str, locs)))}); regional maintenance "
+                              "needs localized rules.")
+
+
+class Program:
+    """A plan as a region runs it: rules by head, the locator, K."""
+
+    def __init__(self, plan: Plan, part_of: Callable[[str, tuple], int], k: int) -> None:
+        check_resident_plan(plan)
+        self.plan, self.part_of, self.k = plan, part_of, k
+        self.rules = list(plan.rules)
+        self.by_head: dict[str, list[tuple[int, ast.Rule]]] = {}
+        for i, r in enumerate(self.rules):
+            self.by_head.setdefault(r.head.relation, []).append((i, r))
+        self.derived = plan.derived
+
+
+def _rank_of(state: RegionState, body: tuple[FactKey, ...]) -> int:
+    rank = state.rank
+    return 1 + max((rank.get(x, 0) for x in body), default=0)
+
+
+def settle(state: RegionState, batch: int) -> list[FactKey]:
+    """Start ``batch``: suspects the last batch left lost all support and go now (the views
+    never showed them). Returns them."""
+    if state.batch == batch:
+        return []
+    gone = [(rel, row) for rel, rows in state.susp.rel.items() for row in rows]
+    for key in gone:
+        state.remove(key)
+    state.begin(batch)
+    return gone
+
+
+def kill(state: RegionState, prog: Program, dead: list[FactKey], gone_here: list[FactKey]
+         ) -> Outbox:
+    """Drop base facts deleted here, then every kept support that used a dead fact; a local
+    fact left with none is suspect and kills in turn, inside the region until nothing more
+    dies. The new suspects go to every region in the next round."""
+    out = Outbox()
+    for key in gone_here:
+        state.remove(key)
+    queue = list(dead)
+    while queue:
+        x = queue.pop()
+        users = state.used_by.get(x)
+        if not users:
+            continue
+        for h in list(users):
+            if state.without(h, x) and h not in state.susp:
+                state.suspect(h, True)
+                out.suspects.append(h)
+                queue.append(h)
+    return out
+
+
+def rederive(state: RegionState, prog: Program, suspects: list[FactKey]) -> Outbox:
+    """Every derivation of a suspect whose body is here and standing (no suspect in it), sent
+    with its rank to the suspect's region."""
+    out = Outbox()
+    standing = Patched(state.db, hide=(state.susp,))
+    part_of = prog.part_of
+    for h in suspects:
+        for rid, rule in prog.by_head.get(h[0], ()):
+            for rows in rows_for(rule, h[1], standing, standing):
+                body = body_keys(rule, rows)
+                out.send(part_of(*h), (h, _rank_of(state, body), (rid, body)))
+    return out
+
+
+def insert(state: RegionState, prog: Program, inbox: list[Message], seeds: list[FactKey]
+           ) -> Outbox:
+    """Take in derivations sent here and base facts inserted here, then run the rules
+    semi-naively inside the region; heads located elsewhere go out as messages."""
+    out = Outbox()
+    delta = Database()
+    for key in seeds:
+        if key not in state.db:
+            state.add(key)
+            delta.add(*key)
+    _accept(state, inbox, delta, out)
+    me, part_of = state.region, prog.part_of
+    while any(delta.rel.values()):
+        cur = Patched(state.db, hide=(state.susp,))
+        local: list[Message] = []
+        sent: set[tuple[FactKey, Support]] = set()
+        for rid, rule in enumerate(prog.rules):
+            atoms = rule.atoms()
+            head_rel = rule.head.relation
+            for i, atom in enumerate(atoms):
+                if not delta.rel.get(atom.relation):
+                    continue
+                reads = {j: (delta if j == i else cur) for j in range(len(atoms))}
+                for row, rows in fire_rows(rule, reads, cur, first=i):
+                    h = (head_rel, row)
+                    body = body_keys(rule, rows)
+                    support = (rid, body)
+                    if (h, support) in sent:
+                        continue
+                    sent.add((h, support))
+                    msg = (h, _rank_of(state, body), support)
+                    dest = part_of(head_rel, row)
+                    if dest == me:
+                        local.append(msg)
+                    else:
+                        out.send(dest, msg)
+        delta = Database()
+        _accept(state, local, delta, out)
+    return out
+
+
+def _accept(state: RegionState, msgs: list[Message], delta: Database, out: Outbox) -> None:
+    """Keep what arrived: a present fact takes supports no higher than its rank, up to K; an
+    absent or suspect fact takes the K lowest-ranked, at the highest of their ranks, and
+    joins ``delta``."""
+    by_head: dict[FactKey, list[tuple[int, Support]]] = {}
+    for h, r, s in msgs:
+        by_head.setdefault(h, []).append((r, s))
+    k = state.k
+    for h, cands in by_head.items():
+        cands.sort(key=lambda c: c[0])
+        if h in state.db and h not in state.susp:
+            cur = state.sup.get(h, [])
+            if len(cur) >= k:
+                continue
+            rank = state.rank.get(h, 0)
+            more = list(cur)
+            for r, s in cands:
+                if r > rank or len(more) >= k:
+                    break
+                if s not in more:
+                    more.append(s)
+            if len(more) != len(cur):
+                state.set_supports(h, more)
+            continue
+        best: list[Support] = []
+        top = 0
+        for r, s in cands:
+            if s not in best:
+                best.append(s)
+                top = r
+                if len(best) == k:
+                    break
+        if h in state.susp:
+            state.suspect(h, False)
+            out.revived.append(h)
+        else:
+            state.add(h)
+            out.added.append(h)
+        state.set_rank(h, top)
+        state.set_supports(h, best)
+        delta.add(*h)
