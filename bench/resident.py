@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         by_pair.setdefault(tuple(sorted((f.args[0], f.args[1]))), []).append(f)
     chosen = rng.sample(sorted(by_pair), min(args.events, len(by_pair)))
     lat, rounds, jobs, changed = [], [], [], []
+    decoded = eng.regions.decodes.value
     for pair in chosen:
         for sign in "-+":
             t = time.perf_counter()
@@ -77,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             jobs.append(d.stats.spark_jobs)
             changed.append(d.stats.added + d.stats.removed)
             print(f"  {sign}{pair}: {lat[-1] * 1e3:.0f} ms, {d.stats.rounds} rounds, "
-                  f"{d.stats.spark_jobs} jobs, {changed[-1]} changed", flush=True)
+                  f"{d.stats.spark_jobs} jobs, {changed[-1]} changed, "
+                  f"{eng.regions.decodes.value} snapshot decodes so far", flush=True)
+    res["decodes_per_batch"] = (eng.regions.decodes.value - decoded) / max(1, len(lat))
     res.update(events=len(lat), p50_s=pct(lat, 50), p99_s=pct(lat, 99),
                rounds_per_batch=statistics.mean(rounds), jobs_per_batch=statistics.mean(jobs),
                mean_changed=statistics.mean(changed))
@@ -130,6 +133,8 @@ def markdown(res: dict, argv: list[str]) -> str:
         "",
         f"* from scratch / resident p50: **{res['ratio_scratch_vs_resident_p50']:.1f}x**; "
         f"{res['mean_changed']:.0f} changed view tuples per event on average",
+        f"* snapshots decoded per batch (a worker's copy missing or from another history): "
+        f"{res['decodes_per_batch']:.2f}",
         f"* views kept in Spark equal a from-scratch evaluation after the run: "
         f"**{res['exact']}**",
     ]) + "\n"

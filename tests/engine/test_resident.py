@@ -52,11 +52,16 @@ def test_state_survives_compaction_and_cold_workers(spark, min_log, reuse) -> No
     links = [Fact("link", (f"n{i}", f"n{(i + d) % n}", 1)) for i in range(n) for d in (1, -1)]
     eng = ResidentEngine(plan, links, spark=spark, parts=3, min_log=min_log, reuse=reuse)
     base = set(links)
+    decoded = eng.regions.decodes.value
     for i in (0, 3, 5):
         eng.apply([("-", links[2 * i])])
         base.discard(links[2 * i])
         assert _sets(eng.views())["reachable"] == {
             f.args for f in evaluate_program(plan, base)["reachable"]}
+    if not reuse:  # every round that ran a region decoded its snapshot
+        assert eng.regions.decodes.value - decoded >= 3
+    else:  # a worker decodes a region once, then keeps up from the chunks (2 workers here)
+        assert eng.regions.decodes.value <= 4 * 3
 
 
 def test_costs_one_job_per_round(spark) -> None:

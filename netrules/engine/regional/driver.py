@@ -9,8 +9,10 @@ views) or ``spark.resident.SparkRegions`` in Spark executors.
 
 from __future__ import annotations
 
+import os
 import pickle
 import random
+import sys
 import time
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -105,7 +107,7 @@ class RegionalEngine:
         self.prog: Program = regions.prog  # type: ignore[attr-defined]
         self.ledger = BaseLedger()
         self.batches = 0
-        self.last: dict[str, int] = {}
+        self.progress = bool(os.environ.get("NETRULES_PROGRESS"))  # a line per round
 
     def _part(self, key: FactKey) -> int:
         return self.prog.part_of(*key)
@@ -114,8 +116,13 @@ class RegionalEngine:
                per_region: dict[int, Any]) -> dict[int, Outbox]:
         stats.rounds += 1
         before = self.regions.jobs()
+        t0 = time.perf_counter()
         out = self.regions.run(kind, self.batches, sorted(set(targets)), common, per_region)
         stats.spark_jobs += self.regions.jobs() - before
+        if self.progress:
+            sent = sum(len(m) for o in out.values() for m in o.messages.values())
+            print(f"  round {stats.rounds} {kind}: {len(out)} regions, {sent} messages out, "
+                  f"{time.perf_counter() - t0:.2f} s", file=sys.stderr, flush=True)
         return out
 
     def apply(self, batch: Iterable[tuple[str, Fact]]) -> Delta:

@@ -147,22 +147,19 @@ class RegionState:
             self.log = log
 
     def __getstate__(self) -> dict[str, Any]:
-        """Rows, ranks, supports and suspects only: indexes are rebuilt on load."""
+        """Rows, ranks, supports (with their reverse index: rebuilding it took most of a
+        load) and suspects; the databases' indexes are rebuilt when first probed."""
         return {"region": self.region, "k": self.k, "batch": self.batch,
                 "rows": {r: list(rows) for r, rows in self.db.rel.items() if rows},
                 "susp": {r: list(rows) for r, rows in self.susp.rel.items() if rows},
-                "rank": self.rank, "sup": self.sup}
+                "rank": self.rank, "sup": self.sup, "used_by": self.used_by}
 
     def __setstate__(self, st: dict[str, Any]) -> None:
         self.__init__(st["region"], st["k"])  # type: ignore[misc]
         self.batch = st["batch"]
         for rel, rows in st["rows"].items():
-            for row in rows:
-                self.db.add(rel, row)
+            self.db.rel[rel] = set(rows)  # no index yet: nothing to keep current
         for rel, rows in st["susp"].items():
             for row in rows:
                 self.susp.add(rel, row)
-        self.rank = st["rank"]
-        self.sup = st["sup"]
-        for head, supports in self.sup.items():
-            self._index(head, [], supports)
+        self.rank, self.sup, self.used_by = st["rank"], st["sup"], st["used_by"]

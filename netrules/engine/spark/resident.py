@@ -1,18 +1,21 @@
 """Views kept in Spark: each region's state lives in an executor, and a round is one job.
 
-The state is an RDD with one record per region, ``(region, snapshot id, snapshot, log)``: the
-pickled ``RegionState`` as of the last compaction plus the changes logged since, one pickled
-chunk per round that changed it. A round maps
-that RDD with the round's payload (broadcast: the facts that died, the suspects, the messages
+The state is an RDD with one record per region: the pickled ``RegionState`` as of the last
+compaction (the snapshot) and the changes logged since, one pickled chunk per round that
+changed it, each stamped (sequence number, random token). A round maps that RDD with the
+round's payload (broadcast: the facts that died, the suspects, the messages
 for each region) and collects only the regions' outboxes; the new state RDD is persisted
 (memory, spilling to disk) and locally checkpointed, so lineage never grows and views larger
 than the driver's memory stay in executors. Nothing on this path collects a view.
 
-Decoding a region's snapshot costs far more than its round's work, so each Python worker keeps
-the regions it last ran, keyed by (snapshot id, length of the log): a worker whose copy is
-current uses it as is; any other rebuilds from the snapshot and replays the log, so any worker
-may run any region and a lost worker costs time, not correctness. A region's log is folded into
-a new snapshot once it grows past a quarter of its facts (``COMPACT_SHARE``).
+Decoding a region's snapshot costs far more than its round's work, and Spark does not pin a
+partition to a Python worker, so each worker keeps a decoded copy of every region it ran, with
+the stamp it was at: a current copy is used as is, one a few rounds behind replays the chunks
+it missed, and only a copy from another history (or none) decodes the snapshot. Any worker may
+run any region, and a lost worker costs time, not correctness. In local mode that is up to one
+copy per worker (2 on local[2]). The log is folded into a new snapshot once it passes a
+quarter of the region's facts (``COMPACT_SHARE``), keeping the last few chunks for workers
+that fell behind.
 
 Costs: one Spark job per round; a batch that deletes runs kill rounds until no new suspect,
 one rederive round, then insert rounds until no message is in flight; an insert-only batch
@@ -45,12 +48,18 @@ __all__ = ["SparkRegions", "ResidentEngine", "run_resident_batches", "COMPACT_SH
 
 COMPACT_SHARE = 0.25  # log length / region facts past which the log is folded into a snapshot
 MIN_LOG = 2_000  # changes a log may always hold
+KEEP_CHUNKS = 8  # rounds of changes kept past a snapshot, for workers that fell behind
 
 # per Python worker: programs by engine id, and the regions this worker holds decoded
 _PROGRAMS: dict[str, Program] = {}
-_HELD: dict[tuple[str, int], tuple[tuple[str, int], RegionState]] = {}
+_HELD: dict[tuple[str, int], tuple[Stamp, RegionState]] = {}
 
-Record = tuple[int, str, bytes, list[bytes], int]  # region, snapshot id, snapshot, log, ops
+# A stamp names one version of a region: (sequence number, random token), so a copy left by a
+# task whose output was lost is never taken for the version a rerun produced.
+Stamp = tuple[int, str]
+Chunk = tuple[Stamp, bytes]  # the pickled changes of one round
+# region, snapshot, its stamp, the chunks of the rounds since (and a few before), changes since
+Record = tuple[int, bytes, Stamp, list[Chunk], int]
 
 
 def _program(eid: str, shipped: Any) -> Program:
@@ -61,54 +70,86 @@ def _program(eid: str, shipped: Any) -> Program:
     return prog
 
 
-def _round_fn(eid: str, shipped: Any, payload: Any, min_log: int, reuse: bool):
+def _round_fn(eid: str, shipped: Any, payload: Any, min_log: int, reuse: bool,
+              decodes: Any):
     """The task of one round: run the region if it has work, pass its record on if not.
-    ``reuse`` False makes every round rebuild from snapshot and log (tests). Everything a task
+    ``reuse`` False makes every round rebuild from the snapshot (tests). Everything a task
     returns is pickled here with C pickle: PySpark's own serializer (cloudpickle) took most of
     a large round's time."""
 
     def run(records: Iterator[Record]) -> Iterator[tuple[str, Any]]:
-        for g, snap_id, snap, chunks, n_ops in records:
+        for g, snap, snap_at, chunks, n_ops in records:
             kind, batch, targets, common, per_region = payload.value
             if g not in targets:
-                yield ("s", (g, snap_id, snap, chunks, n_ops))
+                yield ("s", (g, snap, snap_at, chunks, n_ops))
                 continue
             prog = _program(eid, shipped)
-            held = _HELD.get((eid, g))
-            if reuse and held is not None and held[0] == (snap_id, len(chunks)):
-                state = held[1]
-            else:
-                _HELD.pop((eid, g), None)  # stale: free it before decoding the snapshot
-                state = _rebuild(snap, chunks)
+            state = _current(eid, g, snap, snap_at, chunks, reuse)
+            if state is None:
+                decodes.add(1)
+                state = _rebuild(snap, snap_at, chunks)
             state.log = []
-            out = run_step(state, prog, kind, batch, common, per_region.get(g))
+            mine = per_region.get(g)
+            out = run_step(state, prog, kind, batch, common.value,
+                           None if mine is None else mine.value)
             ops, state.log = state.log, None
+            at = chunks[-1][0] if chunks else snap_at
             if ops:
-                chunks, n_ops = [*chunks, pickle.dumps(ops, 5)], n_ops + len(ops)
+                at = (at[0] + 1, uuid.uuid4().hex)
+                chunks, n_ops = [*chunks, (at, pickle.dumps(ops, 5))], n_ops + len(ops)
             if n_ops > max(min_log, COMPACT_SHARE * len(state.rank)):
-                snap_id, snap, chunks, n_ops = uuid.uuid4().hex, pickle.dumps(state, 5), [], 0
-            _HELD[(eid, g)] = ((snap_id, len(chunks)), state)
-            yield ("s", (g, snap_id, snap, chunks, n_ops))
+                snap, snap_at, n_ops = pickle.dumps(state, 5), at, 0
+                chunks = chunks[-KEEP_CHUNKS:]  # for workers a few rounds behind
+            _keep(eid, g, at, state)
+            yield ("s", (g, snap, snap_at, chunks, n_ops))
             yield ("o", (g, pickle.dumps(out, 5)))
 
     return run
 
 
-def _rebuild(snap: bytes, chunks: list[bytes]) -> RegionState:
+def _keep(eid: str, g: int, at: Stamp, state: RegionState) -> None:
+    """Hold ``state`` in this worker. A module-level function on purpose: the round's closure
+    is pickled by value, so a global it named itself would be a fresh copy in every task."""
+    _HELD[(eid, g)] = (at, state)
+
+
+def _current(eid: str, g: int, snap: bytes, snap_at: Stamp, chunks: list[Chunk], reuse: bool
+             ) -> RegionState | None:
+    """The region as of its last chunk from this worker's copy: as it is, or brought up to
+    date with the chunks it missed (when the chunk it stopped at is still there, stamp and
+    all); None when the snapshot must be decoded."""
+    latest = chunks[-1][0] if chunks else snap_at
+    held = _HELD.pop((eid, g), None) if reuse else None
+    if held is not None:
+        at, state = held
+        if at == latest:
+            return state
+        stamps = [c[0] for c in chunks]
+        if at in stamps or at == snap_at:
+            for stamp, chunk in chunks:
+                if stamp[0] > at[0]:
+                    state.replay(pickle.loads(chunk))
+            return state
+        del state  # another history or too far behind: free it before decoding
+    return None
+
+
+def _rebuild(snap: bytes, snap_at: Stamp, chunks: list[Chunk]) -> RegionState:
     state: RegionState = pickle.loads(snap)
-    for chunk in chunks:
-        state.replay(pickle.loads(chunk))
+    for stamp, chunk in chunks:
+        if stamp[0] > snap_at[0]:
+            state.replay(pickle.loads(chunk))
     return state
 
 
 def _visible(records: Iterator[Record]) -> Iterator[FactKey]:
-    for _g, _sid, snap, chunks, _n in records:
-        yield from _rebuild(snap, chunks).visible()
+    for _g, snap, snap_at, chunks, _n in records:
+        yield from _rebuild(snap, snap_at, chunks).visible()
 
 
 def _counts(records: Iterator[Record]) -> Iterator[tuple[int, int]]:
-    for _g, _sid, snap, chunks, _n in records:
-        state = _rebuild(snap, chunks)
+    for _g, snap, snap_at, chunks, _n in records:
+        state = _rebuild(snap, snap_at, chunks)
         yield state.facts(), state.records()
 
 
@@ -124,22 +165,29 @@ class SparkRegions:
         self.prog = Program(plan, locator(plan, pmap), k)
         self.eid = uuid.uuid4().hex
         self._shipped = self.sc.broadcast((plan, pmap, k))
-        empty = [(g, uuid.uuid4().hex, pickle.dumps(RegionState(g, k), 5), [], 0)
+        empty = [(g, pickle.dumps(RegionState(g, k), 5), (0, uuid.uuid4().hex), [], 0)
                  for g in range(self.parts)]
         self.rdd = self.sc.parallelize(empty, self.parts)
         self._jobs = 0
+        self.decodes = self.sc.accumulator(0)  # snapshots decoded by rounds, all workers
 
     def run(self, kind: str, batch: int, targets: Iterable[int], common: Any,
             per_region: dict[int, Any]) -> dict[int, Outbox]:
-        payload = self.sc.broadcast((kind, batch, frozenset(targets), common, per_region))
-        fn = _round_fn(self.eid, self._shipped, payload, self.min_log, self.reuse)
+        # one broadcast for what every region reads, one per region for its own messages: a
+        # task loads only the broadcasts it reads
+        shared = self.sc.broadcast(common)
+        own = {g: self.sc.broadcast(v) for g, v in per_region.items()}
+        payload = self.sc.broadcast((kind, batch, frozenset(targets), shared, own))
+        fn = _round_fn(self.eid, self._shipped, payload, self.min_log, self.reuse,
+                       self.decodes)
         nxt = self.rdd.mapPartitions(fn, preservesPartitioning=True)
         nxt.persist(StorageLevel.MEMORY_AND_DISK)  # not pipelined into what reads it
         nxt.localCheckpoint()
         with count_jobs(self.spark) as jobs:
             outs = nxt.filter(lambda r: r[0] == "o").map(lambda r: r[1]).collect()
         self._jobs += jobs.jobs
-        payload.unpersist()  # the next round's task closure still names it: not destroy()
+        for b in (payload, shared, *own.values()):
+            b.unpersist()  # the next round's task closure still names them: not destroy()
         old, self.rdd = self.rdd, nxt.filter(lambda r: r[0] == "s").map(lambda r: r[1])
         old.unpersist()
         return {g: pickle.loads(blob) for g, blob in outs}
