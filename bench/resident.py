@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     spark.range(1).count()
 
     t = time.perf_counter()
-    eng = ResidentEngine(plan, spark=spark, parts=args.parts)
-    d = eng.load(facts)
+    eng = ResidentEngine(plan, facts, spark=spark, parts=args.parts)
+    d = eng.loaded
     res["load_s"] = time.perf_counter() - t
     res["load_rounds"], res["load_jobs"] = d.stats.rounds, d.stats.spark_jobs
     n_facts, records = eng.regions.counts()

@@ -7,9 +7,8 @@ local relation, which runs no Spark job, and the mirror's lineage is cut by a lo
 every ``checkpoint_every`` batches (one job). Initial materialisation, the rematerialisation
 path and consistency audits run on Spark with the partitioned many-hops-per-job evaluator.
 
-Caveat: the hot-path state (facts and kept supports) lives on the driver, so a view must fit in
-driver memory; moving that state into per-partition executors is the scale-out step
-documented in docs/engine.md.
+The hot-path state (facts and kept supports) lives on the driver here, so a view must fit in
+driver memory; ``spark/resident.py`` (``--state spark``) keeps it in executors instead.
 """
 
 from __future__ import annotations

@@ -1,21 +1,25 @@
 """Views kept in Spark: each region's state lives in an executor, and a round is one job.
 
-The state is an RDD with one record per region: the pickled ``RegionState`` as of the last
-compaction (the snapshot) and the changes logged since, one pickled chunk per round that
-changed it, each stamped (sequence number, random token). A round maps that RDD with the
-round's payload (broadcast: the facts that died, the suspects, the messages
-for each region) and collects only the regions' outboxes; the new state RDD is persisted
-(memory, spilling to disk) and locally checkpointed, so lineage never grows and views larger
-than the driver's memory stay in executors. Nothing on this path collects a view.
+The state is an RDD with one record per region: the path of the pickled ``RegionState`` as of
+the last compaction (the snapshot, a file in ``snapshot_dir``: local disk in local mode, a
+directory every executor mounts on a cluster, as Spark's own reliable checkpoints need) and the
+changes logged since, one pickled chunk per round that changed it, each stamped (sequence
+number, random token). Records stay small, so a round moves kilobytes to megabytes, not the
+views. A round maps that RDD with the round's payload (broadcast: the facts that died, the
+suspects, the messages for each region) and collects only the regions' outboxes; the new state
+RDD is persisted (memory, spilling to disk) and locally checkpointed, so lineage never grows
+and views larger than the driver's memory stay in executors. Nothing on this path collects a
+view.
 
 Decoding a region's snapshot costs far more than its round's work, and Spark does not pin a
 partition to a Python worker, so each worker keeps a decoded copy of every region it ran, with
 the stamp it was at: a current copy is used as is, one a few rounds behind replays the chunks
 it missed, and only a copy from another history (or none) decodes the snapshot. Any worker may
 run any region, and a lost worker costs time, not correctness. In local mode that is up to one
-copy per worker (2 on local[2]). The log is folded into a new snapshot once it passes a
-quarter of the region's facts (``COMPACT_SHARE``), keeping the last few chunks for workers
-that fell behind.
+copy per worker (2 on local[2]). The log is folded into a new snapshot once its bytes pass a
+quarter of the snapshot's (``COMPACT_SHARE``) or 16 MB (``MAX_LOG``: every round carries the
+log), keeping the last chunks, up to 1 MB, for workers that fell behind. Carrying snapshot
+bytes, or a load's whole log, in the records cost americas 8-10 s a round, messages or not.
 
 Costs: one Spark job per round; a batch that deletes runs kill rounds until no new suspect,
 one rederive round, then insert rounds until no message is in flight; an insert-only batch
@@ -24,8 +28,13 @@ only the insert rounds. ``docs/engine.md`` quotes measured figures.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import pickle
 import random
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -46,9 +55,13 @@ from netrules.plan import Plan
 __all__ = ["SparkRegions", "ResidentEngine", "run_resident_batches", "COMPACT_SHARE",
            "MIN_LOG"]
 
-COMPACT_SHARE = 0.25  # log length / region facts past which the log is folded into a snapshot
-MIN_LOG = 2_000  # changes a log may always hold
-KEEP_CHUNKS = 8  # rounds of changes kept past a snapshot, for workers that fell behind
+# When the log (pickled bytes since the snapshot) is folded into a new snapshot: past this share
+# of the snapshot's size, or past MAX_LOG whatever the size (every round carries the log), but
+# not below MIN_LOG
+COMPACT_SHARE = 0.25
+MIN_LOG = 256 << 10
+MAX_LOG = 16 << 20
+KEEP_BYTES = 1 << 20  # changes kept past a snapshot, for workers that fell behind
 
 # per Python worker: programs by engine id, and the regions this worker holds decoded
 _PROGRAMS: dict[str, Program] = {}
@@ -58,8 +71,9 @@ _HELD: dict[tuple[str, int], tuple[Stamp, RegionState]] = {}
 # task whose output was lost is never taken for the version a rerun produced.
 Stamp = tuple[int, str]
 Chunk = tuple[Stamp, bytes]  # the pickled changes of one round
-# region, snapshot, its stamp, the chunks of the rounds since (and a few before), changes since
-Record = tuple[int, bytes, Stamp, list[Chunk], int]
+# region, snapshot files (the current one last), its stamp, the chunks of the rounds since
+# (and a few before), bytes logged since
+Record = tuple[int, list[str], Stamp, list[Chunk], int]
 
 
 def _program(eid: str, shipped: Any) -> Program:
@@ -78,16 +92,16 @@ def _round_fn(eid: str, shipped: Any, payload: Any, min_log: int, reuse: bool,
     a large round's time."""
 
     def run(records: Iterator[Record]) -> Iterator[tuple[str, Any]]:
-        for g, snap, snap_at, chunks, n_ops in records:
+        for g, snaps, snap_at, chunks, pending in records:
             kind, batch, targets, common, per_region = payload.value
             if g not in targets:
-                yield ("s", (g, snap, snap_at, chunks, n_ops))
+                yield ("s", (g, snaps, snap_at, chunks, pending))
                 continue
             prog = _program(eid, shipped)
-            state = _current(eid, g, snap, snap_at, chunks, reuse)
+            state = _current(eid, g, snap_at, chunks, reuse)
             if state is None:
                 decodes.add(1)
-                state = _rebuild(snap, snap_at, chunks)
+                state = _rebuild(snaps[-1], snap_at, chunks)
             state.log = []
             mine = per_region.get(g)
             out = run_step(state, prog, kind, batch, common.value,
@@ -96,12 +110,13 @@ def _round_fn(eid: str, shipped: Any, payload: Any, min_log: int, reuse: bool,
             at = chunks[-1][0] if chunks else snap_at
             if ops:
                 at = (at[0] + 1, uuid.uuid4().hex)
-                chunks, n_ops = [*chunks, (at, pickle.dumps(ops, 5))], n_ops + len(ops)
-            if n_ops > max(min_log, COMPACT_SHARE * len(state.rank)):
-                snap, snap_at, n_ops = pickle.dumps(state, 5), at, 0
-                chunks = chunks[-KEEP_CHUNKS:]  # for workers a few rounds behind
+                blob = pickle.dumps(ops, 5)
+                chunks, pending = [*chunks, (at, blob)], pending + len(blob)
+            if pending > min(MAX_LOG, max(min_log, COMPACT_SHARE * os.path.getsize(snaps[-1]))):
+                snaps, snap_at, pending = _write(snaps, state, f"{eid}-{g}-{at[0]}-{at[1]}"), at, 0
+                chunks = _recent(chunks)
             _keep(eid, g, at, state)
-            yield ("s", (g, snap, snap_at, chunks, n_ops))
+            yield ("s", (g, snaps, snap_at, chunks, pending))
             yield ("o", (g, pickle.dumps(out, 5)))
 
     return run
@@ -113,7 +128,33 @@ def _keep(eid: str, g: int, at: Stamp, state: RegionState) -> None:
     _HELD[(eid, g)] = (at, state)
 
 
-def _current(eid: str, g: int, snap: bytes, snap_at: Stamp, chunks: list[Chunk], reuse: bool
+def _recent(chunks: list[Chunk]) -> list[Chunk]:
+    """The last chunks, up to ``KEEP_BYTES``, kept past a snapshot for workers a few rounds
+    behind; every round carries them, so a load's large chunks must not stay."""
+    kept: list[Chunk] = []
+    size = 0
+    for chunk in reversed(chunks):
+        size += len(chunk[1])
+        if size > KEEP_BYTES:
+            break
+        kept.append(chunk)
+    return kept[::-1]
+
+
+def _write(snaps: list[str], state: RegionState, name: str) -> list[str]:
+    """Write a snapshot next to the last one; keep the one before (a rerun of this round reads
+    it) and delete older ones."""
+    path = os.path.join(os.path.dirname(snaps[-1]), name + ".pkl")
+    with open(path + ".part", "wb") as f:
+        pickle.dump(state, f, 5)
+    os.replace(path + ".part", path)
+    for old in snaps[:-1]:
+        with contextlib.suppress(OSError):
+            os.remove(old)
+    return [snaps[-1], path]
+
+
+def _current(eid: str, g: int, snap_at: Stamp, chunks: list[Chunk], reuse: bool
              ) -> RegionState | None:
     """The region as of its last chunk from this worker's copy: as it is, or brought up to
     date with the chunks it missed (when the chunk it stopped at is still there, stamp and
@@ -134,8 +175,9 @@ def _current(eid: str, g: int, snap: bytes, snap_at: Stamp, chunks: list[Chunk],
     return None
 
 
-def _rebuild(snap: bytes, snap_at: Stamp, chunks: list[Chunk]) -> RegionState:
-    state: RegionState = pickle.loads(snap)
+def _rebuild(snap: str, snap_at: Stamp, chunks: list[Chunk]) -> RegionState:
+    with open(snap, "rb") as f:
+        state: RegionState = pickle.load(f)
     for stamp, chunk in chunks:
         if stamp[0] > snap_at[0]:
             state.replay(pickle.loads(chunk))
@@ -143,13 +185,13 @@ def _rebuild(snap: bytes, snap_at: Stamp, chunks: list[Chunk]) -> RegionState:
 
 
 def _visible(records: Iterator[Record]) -> Iterator[FactKey]:
-    for _g, snap, snap_at, chunks, _n in records:
-        yield from _rebuild(snap, snap_at, chunks).visible()
+    for _g, snaps, snap_at, chunks, _n in records:
+        yield from _rebuild(snaps[-1], snap_at, chunks).visible()
 
 
 def _counts(records: Iterator[Record]) -> Iterator[tuple[int, int]]:
-    for _g, snap, snap_at, chunks, _n in records:
-        state = _rebuild(snap, snap_at, chunks)
+    for _g, snaps, snap_at, chunks, _n in records:
+        state = _rebuild(snaps[-1], snap_at, chunks)
         yield state.facts(), state.records()
 
 
@@ -157,7 +199,8 @@ class SparkRegions:
     """Regions in Spark executors (see the module docstring); one job per round."""
 
     def __init__(self, spark: SparkSession, plan: Plan, pmap: PartitionMap, k: int = 2, *,
-                 min_log: int = MIN_LOG, reuse: bool = True) -> None:
+                 min_log: int = MIN_LOG, reuse: bool = True, snapshot_dir: str | None = None
+                 ) -> None:
         check_resident_plan(plan)
         self.min_log, self.reuse = min_log, reuse
         self.spark, self.sc = spark, spark.sparkContext
@@ -165,8 +208,15 @@ class SparkRegions:
         self.prog = Program(plan, locator(plan, pmap), k)
         self.eid = uuid.uuid4().hex
         self._shipped = self.sc.broadcast((plan, pmap, k))
-        empty = [(g, pickle.dumps(RegionState(g, k), 5), (0, uuid.uuid4().hex), [], 0)
-                 for g in range(self.parts)]
+        self.dir = snapshot_dir or tempfile.mkdtemp(prefix="netrules-regions-")
+        if snapshot_dir is None:
+            atexit.register(shutil.rmtree, self.dir, True)
+        empty = []
+        for g in range(self.parts):
+            path = os.path.join(self.dir, f"{self.eid}-{g}-0.pkl")
+            with open(path, "wb") as f:
+                pickle.dump(RegionState(g, k), f, 5)
+            empty.append((g, [path], (0, "0"), [], 0))
         self.rdd = self.sc.parallelize(empty, self.parts)
         self._jobs = 0
         self.decodes = self.sc.accumulator(0)  # snapshots decoded by rounds, all workers
@@ -210,13 +260,14 @@ class ResidentEngine(RegionalEngine):
     def __init__(self, plan: Plan, facts: Iterable[Fact] = (), *,
                  spark: SparkSession | None = None, parts: int = 4, k: int = 2,
                  rng: random.Random | None = None, **regions: Any) -> None:
-        """``regions``: SparkRegions' ``min_log`` and ``reuse``."""
+        """Regions are cut from the topology ``facts`` draw (so load them here, not later);
+        ``loaded`` is the load's delta. ``regions``: SparkRegions' ``min_log``, ``reuse`` and
+        ``snapshot_dir``."""
         facts = list(facts)
         pmap = PartitionMap.from_facts([*plan.program.facts, *facts], parts)
         super().__init__(plan, SparkRegions(spark or get_spark(), plan, pmap, k, **regions),
                          rng=rng)
-        if facts:
-            self.load(facts)
+        self.loaded = self.load(facts)
 
 
 def run_resident_batches(plan: Plan, facts: list[Fact], batches: list[list[tuple[str, Fact]]],
