@@ -17,3 +17,6 @@ python bench/crossover.py --repeats 3 --cap 30 --out bench/out/crossover.json \
 python bench/peers.py
 # capture replay memory (about 45 minutes); docs/benchmarks.md's capture table is updated by hand
 python bench/capture_memory.py --size-mb 1024
+# views kept in Spark (--state spark), americas reachability (about 6 minutes)
+python bench/resident.py --topology topohub:backbone/americas --events 5 \
+  --out bench/out/resident_americas.json --doc

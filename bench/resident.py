@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{d.stats.spark_jobs} jobs, {changed[-1]} changed, "
                   f"{eng.regions.decodes.value} snapshot decodes so far", flush=True)
     res["decodes_per_batch"] = (eng.regions.decodes.value - decoded) / max(1, len(lat))
+    res["down_p50_s"], res["up_p50_s"] = pct(lat[0::2], 50), pct(lat[1::2], 50)
     res.update(events=len(lat), p50_s=pct(lat, 50), p99_s=pct(lat, 99),
                rounds_per_batch=statistics.mean(rounds), jobs_per_batch=statistics.mean(jobs),
                mean_changed=statistics.mean(changed))
@@ -134,6 +135,9 @@ def markdown(res: dict, argv: list[str]) -> str:
         "",
         f"* from scratch / resident p50: **{res['ratio_scratch_vs_resident_p50']:.1f}x**; "
         f"{res['mean_changed']:.0f} changed view tuples per event on average",
+        f"* link down p50 {res['down_p50_s'] * 1e3:,.0f} ms (kill rounds until no region finds "
+        f"a new suspect, a rederive round, insert rounds), link up p50 "
+        f"{res['up_p50_s'] * 1e3:,.0f} ms (insert rounds only)",
         f"* snapshots decoded per batch (a worker's copy missing or from another history): "
         f"{res['decodes_per_batch']:.2f}",
         f"* views kept in Spark equal a from-scratch evaluation after the run: "
