@@ -72,6 +72,8 @@ def test_costs_one_job_per_round(spark) -> None:
     assert d.removed["reachable"] == {("a", "c"), ("b", "c")}
     assert d.stats.rounds >= 3  # kill, rederive, insert at least
     assert d.stats.spark_jobs == d.stats.rounds
+    # the last round's output is checkpointed: lineage does not grow, the round before is freed
+    assert eng.regions._persisted._jrdd.rdd().isCheckpointed()
 
 
 def test_refuses_aggregates(spark) -> None:

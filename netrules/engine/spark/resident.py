@@ -226,6 +226,7 @@ class SparkRegions:
             empty.append((g, [path], (0, "0"), [], 0))
         self.rdd = self.sc.parallelize(empty, self.parts)
         self._jobs = 0
+        self._persisted: Any = None  # the last round's output, persisted and checkpointed
         self.decodes = self.sc.accumulator(0)  # snapshots decoded by rounds, all workers
 
     def run(self, kind: str, batch: int, targets: Iterable[int], common: Any,
@@ -245,8 +246,11 @@ class SparkRegions:
         self._jobs += jobs.jobs
         for b in (payload, shared, *own.values()):
             b.unpersist()  # the next round's task closure still names them: not destroy()
-        old, self.rdd = self.rdd, nxt.filter(lambda r: r[0] == "s").map(lambda r: r[1])
-        old.unpersist()
+        # the new round is checkpointed, so the last one's blocks are no longer read
+        if self._persisted is not None:
+            self._persisted.unpersist()
+        self._persisted = nxt
+        self.rdd = nxt.filter(lambda r: r[0] == "s").map(lambda r: r[1])
         return {g: pickle.loads(blob) for g, blob in outs}
 
     def facts(self) -> Iterable[FactKey]:
