@@ -7,12 +7,13 @@ incremental engine must reproduce.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from netrules.errors import EngineError
 from netrules.facts import Fact
 from netrules.plan import Plan
 
-__all__ = ["run_batches", "apply_signed"]
+__all__ = ["run_batches", "apply_signed", "views_after"]
 
 
 def apply_signed(base: set[Fact], batch: list[tuple[str, Fact]]) -> set[Fact]:
@@ -23,6 +24,19 @@ def apply_signed(base: set[Fact], batch: list[tuple[str, Fact]]) -> set[Fact]:
             out.add(fact)
         else:
             out.discard(fact)
+    return out
+
+
+def views_after(engine: Any, batches: list[list[tuple[str, Fact]]],
+                rng: random.Random | None = None) -> list[dict[str, list[Fact]]]:
+    """Apply each batch to a maintaining engine (shuffled by ``rng``); the views after each."""
+    out = []
+    for batch in batches:
+        if rng is not None:
+            batch = list(batch)
+            rng.shuffle(batch)
+        engine.apply(batch)
+        out.append(engine.views())
     return out
 
 

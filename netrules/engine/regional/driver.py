@@ -47,6 +47,7 @@ class Regions(Protocol):
     ``run_step`` with the shared ``common`` payload and its own entry of ``per_region``."""
 
     parts: int
+    prog: Program
 
     def run(self, kind: str, batch: int, targets: Iterable[int], common: Any,
             per_region: dict[int, Any]) -> dict[int, Outbox]: ...
@@ -65,7 +66,7 @@ class LocalRegions:
     def __init__(self, prog: Program, parts: int, *, rebuild: bool = False) -> None:
         self.prog, self.parts, self.rebuild = prog, parts, rebuild
         self.states = {g: RegionState(g, prog.k) for g in range(parts)}
-        self._snap = {g: pickle.dumps(s) for g, s in self.states.items()}
+        self._snap = {g: pickle.dumps(s) for g, s in self.states.items()} if rebuild else {}
         self._logs: dict[int, list[tuple]] = {g: [] for g in range(parts)}
 
     def run(self, kind: str, batch: int, targets: Iterable[int], common: Any,
@@ -104,7 +105,7 @@ class RegionalEngine:
     def __init__(self, plan: Plan, regions: Regions, *, rng: random.Random | None = None
                  ) -> None:
         self.plan, self.regions, self.rng = plan, regions, rng
-        self.prog: Program = regions.prog  # type: ignore[attr-defined]
+        self.prog = regions.prog
         self.ledger = BaseLedger()
         self.batches = 0
         self.progress = bool(os.environ.get("NETRULES_PROGRESS"))  # a line per round

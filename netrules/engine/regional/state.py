@@ -14,10 +14,9 @@ from typing import Any
 
 from netrules.engine.firing import FactKey
 from netrules.engine.reference import Database
+from netrules.engine.strategies.psn import Support, reindex
 
 __all__ = ["RegionState", "Support"]
-
-Support = tuple[int, tuple[FactKey, ...]]  # (rule index in plan.rules, body facts)
 
 
 class RegionState:
@@ -46,7 +45,7 @@ class RegionState:
         self.db.discard(*key)
         self.susp.discard(*key)
         self.rank.pop(key, None)
-        self._index(key, self.sup.pop(key, []), [])
+        reindex(self.used_by, key, self.sup.pop(key, []), [])
         if self.log is not None:
             self.log.append(("r", key))
 
@@ -56,7 +55,7 @@ class RegionState:
             self.log.append(("k", key, rank))
 
     def set_supports(self, key: FactKey, supports: list[Support]) -> None:
-        self._index(key, self.sup.get(key, []), supports)
+        reindex(self.used_by, key, self.sup.get(key, []), supports)
         if supports:
             self.sup[key] = supports
         else:
@@ -76,28 +75,6 @@ class RegionState:
         self.batch = batch
         if self.log is not None:
             self.log.append(("b", batch))
-
-    def _index(self, head: FactKey, old: list[Support], new: list[Support]) -> None:
-        used_by = self.used_by
-        if not old:  # the common case: a fact's first supports
-            for _, body in new:
-                for x in body:
-                    users = used_by.get(x)
-                    if users is None:
-                        used_by[x] = {head}
-                    else:
-                        users.add(head)
-            return
-        old_body = {x for _, body in old for x in body}
-        new_body = {x for _, body in new for x in body}
-        for x in old_body - new_body:
-            users = self.used_by.get(x)
-            if users is not None:
-                users.discard(head)
-                if not users:
-                    del self.used_by[x]
-        for x in new_body - old_body:
-            self.used_by.setdefault(x, set()).add(head)
 
     # -- derived operations ----------------------------------------------------------------
     def without(self, head: FactKey, x: FactKey) -> bool:

@@ -74,7 +74,6 @@ class Program:
         self.by_head: dict[str, list[tuple[int, ast.Rule]]] = {}
         for i, r in enumerate(self.rules):
             self.by_head.setdefault(r.head.relation, []).append((i, r))
-        self.derived = plan.derived
 
 
 def _rank_of(state: RegionState, body: tuple[FactKey, ...]) -> int:

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pyspark.sql import DataFrame, SparkSession
 
 from netrules.engine.engine import Engine
+from netrules.engine.runner import views_after
 from netrules.engine.session import count_jobs, get_spark
 from netrules.engine.spark.fixpoint import (
     SCHEMA,
@@ -131,11 +132,4 @@ def run_spark_batches(plan: Plan, facts: list[Fact], batches: list[list[tuple[st
     for f in frame_facts(df, plan):
         initial.setdefault(f.relation, []).append(f)
     engine.load(facts)
-    out = [initial]
-    for batch in batches:
-        if rng is not None:
-            batch = list(batch)
-            rng.shuffle(batch)
-        engine.apply(batch)
-        out.append(engine.views())
-    return out
+    return [initial, *views_after(engine, batches, rng)]

@@ -47,6 +47,7 @@ from netrules.engine.firing import FactKey
 from netrules.engine.regional.driver import RegionalEngine, run_step
 from netrules.engine.regional.state import RegionState
 from netrules.engine.regional.steps import Outbox, Program, check_resident_plan
+from netrules.engine.runner import views_after
 from netrules.engine.session import count_jobs, get_spark
 from netrules.engine.spark.fixpoint import locator
 from netrules.engine.spark.partition import PartitionMap
@@ -286,11 +287,4 @@ def run_resident_batches(plan: Plan, facts: list[Fact], batches: list[list[tuple
     """The CLI's ``eval --engine spark --state spark``: views after loading, then after each
     batch (``rng`` shuffles each batch and every region's inbox)."""
     engine = ResidentEngine(plan, facts, rng=rng)
-    out = [engine.views()]
-    for batch in batches:
-        if rng is not None:
-            batch = list(batch)
-            rng.shuffle(batch)
-        engine.apply(batch)
-        out.append(engine.views())
-    return out
+    return [engine.views(), *views_after(engine, batches, rng)]

@@ -44,12 +44,38 @@ from netrules.facts import Fact
 from netrules.lang import ast
 from netrules.plan import Plan, Stratum
 
-__all__ = ["name", "materialize", "apply", "explain", "DEFAULT_K", "gc_paused"]
+__all__ = ["name", "materialize", "apply", "explain", "DEFAULT_K", "gc_paused", "reindex",
+           "Support"]
 
 name = "psn"
 DEFAULT_K = 2
 
 Support = tuple[int, tuple[FactKey, ...]]  # (rule index in plan.rules, body facts)
+
+
+def reindex(used_by: dict[FactKey, set[FactKey]], head: FactKey, old: list[Support],
+            new: list[Support]) -> None:
+    """Keep the reverse index body fact -> heads right when ``head``'s kept supports change
+    from ``old`` to ``new`` (shared with ``regional.state``)."""
+    if not old:  # the common case: a fact's first supports
+        for _, body in new:
+            for x in body:
+                users = used_by.get(x)
+                if users is None:
+                    used_by[x] = {head}
+                else:
+                    users.add(head)
+        return
+    old_body = {x for _, body in old for x in body}
+    new_body = {x for _, body in new for x in body}
+    for x in old_body - new_body:
+        users = used_by.get(x)
+        if users is not None:
+            users.discard(head)
+            if not users:
+                del used_by[x]
+    for x in new_body - old_body:
+        used_by.setdefault(x, set()).add(head)
 
 
 class _Supports:
@@ -71,16 +97,7 @@ class _Supports:
 
     def set(self, head: FactKey, supports: list[Support]) -> None:
         old = self.of.get(head, [])
-        old_body = {x for _, body in old for x in body}
-        new_body = {x for _, body in supports for x in body}
-        for x in old_body - new_body:
-            users = self.used_by.get(x)
-            if users is not None:
-                users.discard(head)
-                if not users:
-                    del self.used_by[x]
-        for x in new_body - old_body:
-            self.used_by.setdefault(x, set()).add(head)
+        reindex(self.used_by, head, old, supports)
         self.records += len(supports) - len(old)
         if supports:
             self.of[head] = supports
