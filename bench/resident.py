@@ -24,43 +24,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine import pct  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--topology", default="topohub:backbone/americas")
-    ap.add_argument("--program", default="reachability")
-    ap.add_argument("--events", type=int, default=5, help="link down/up pairs")
-    ap.add_argument("--parts", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--doc", action="store_true")
-    args = ap.parse_args(argv)
-
-    from netrules import programs
-    from netrules.engine.session import count_jobs, get_spark
-    from netrules.engine.spark.fixpoint import frame_facts, spark_evaluate
+def measure(plan, facts, spark, args, *, gang: bool) -> tuple:
+    """Load, then link down/up events, rounds run as one gang job per batch or one job per
+    round; the engine and its figures."""
     from netrules.engine.spark.resident import ResidentEngine
-    from netrules.plan import plan_program
-    from topologies import link_facts, load_topology
 
-    G = load_topology(args.topology)
-    facts = link_facts(G)
-    plan = plan_program(programs.load(args.program))
-    res: dict = {"topology": args.topology, "nodes": G.number_of_nodes(),
-                 "links": G.number_of_edges(), "program": args.program, "parts": args.parts,
-                 "machine": f"{platform.machine()} {platform.python_version()}"}
-    print(f"{args.topology}: {res['nodes']} nodes, {res['links']} links", flush=True)
-    spark = get_spark()
-    spark.range(1).count()
-
+    way = "gang" if gang else "job"
+    res: dict = {}
     t = time.perf_counter()
-    eng = ResidentEngine(plan, facts, spark=spark, parts=args.parts)
+    eng = ResidentEngine(plan, facts, spark=spark, parts=args.parts, gang=gang)
     d = eng.loaded
     res["load_s"] = time.perf_counter() - t
     res["load_rounds"], res["load_jobs"] = d.stats.rounds, d.stats.spark_jobs
     n_facts, records = eng.regions.counts()
     res["view_facts"], res["state_ratio"] = n_facts, records / max(1, n_facts)
-    print(f"resident load: {n_facts} facts in {res['load_s']:.1f} s, {d.stats.rounds} rounds,"
-          f" {d.stats.spark_jobs} jobs; state ratio {res['state_ratio']:.2f}", flush=True)
+    print(f"resident load ({way}): {n_facts} facts in {res['load_s']:.1f} s, "
+          f"{d.stats.rounds} rounds, {d.stats.spark_jobs} jobs; state ratio "
+          f"{res['state_ratio']:.2f}", flush=True)
 
     rng = random.Random(args.seed)
     by_pair: dict = {}
@@ -86,6 +66,43 @@ def main(argv: list[str] | None = None) -> int:
                rounds_per_batch=statistics.mean(rounds), jobs_per_batch=statistics.mean(jobs),
                mean_changed=statistics.mean(changed))
 
+    return eng, res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--topology", default="topohub:backbone/americas")
+    ap.add_argument("--program", default="reachability")
+    ap.add_argument("--events", type=int, default=5, help="link down/up pairs")
+    ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rounds", choices=["gang", "job", "both"], default="both",
+                    help="one gang job per batch, one job per round, or both side by side")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--doc", action="store_true")
+    args = ap.parse_args(argv)
+
+    from netrules import programs
+    from netrules.engine.session import count_jobs, get_spark
+    from netrules.engine.spark.fixpoint import frame_facts, spark_evaluate
+    from netrules.plan import plan_program
+    from topologies import link_facts, load_topology
+
+    G = load_topology(args.topology)
+    facts = link_facts(G)
+    plan = plan_program(programs.load(args.program))
+    res: dict = {"topology": args.topology, "nodes": G.number_of_nodes(),
+                 "links": G.number_of_edges(), "program": args.program, "parts": args.parts,
+                 "machine": f"{platform.machine()} {platform.python_version()}"}
+    print(f"{args.topology}: {res['nodes']} nodes, {res['links']} links", flush=True)
+    spark = get_spark()
+    spark.range(1).count()
+
+    ways = ["gang", "job"] if args.rounds == "both" else [args.rounds]
+    engines = {}
+    for way in ways:
+        engines[way], res[way] = measure(plan, facts, spark, args, gang=way == "gang")
+
     t = time.perf_counter()
     df, st = spark_evaluate(spark, plan, facts, parts=args.parts)
     with count_jobs(spark):
@@ -93,15 +110,15 @@ def main(argv: list[str] | None = None) -> int:
     res["spark_scratch_s"] = time.perf_counter() - t  # the check below is not timed
     fresh = {(f.relation, f.args) for f in frame_facts(df, plan)}
     res["spark_scratch_rounds"], res["spark_scratch_jobs"] = st.rounds, st.spark_jobs
-    kept = set(eng.regions.facts())
-    res["exact"] = kept == fresh
-    res["ratio_scratch_vs_resident_p50"] = res["spark_scratch_s"] / res["p50_s"]
-    print(f"spark from scratch: {len(fresh)} facts in {res['spark_scratch_s']:.1f} s, "
-          f"{st.rounds} rounds; resident p50 {res['p50_s'] * 1e3:.0f} ms p99 "
-          f"{res['p99_s'] * 1e3:.0f} ms, {res['rounds_per_batch']:.1f} rounds and "
-          f"{res['jobs_per_batch']:.1f} jobs per batch; ratio "
-          f"{res['ratio_scratch_vs_resident_p50']:.1f}x; views equal from scratch: "
-          f"{res['exact']}", flush=True)
+    for way, eng in engines.items():
+        r = res[way]
+        r["exact"] = set(eng.regions.facts()) == fresh
+        r["ratio"] = res["spark_scratch_s"] / r["p50_s"]
+        print(f"{way}: resident p50 {r['p50_s'] * 1e3:.0f} ms p99 {r['p99_s'] * 1e3:.0f} ms, "
+              f"{r['rounds_per_batch']:.1f} rounds and {r['jobs_per_batch']:.1f} jobs per "
+              f"batch; from scratch {res['spark_scratch_s']:.1f} s, {st.rounds} rounds; ratio "
+              f"{r['ratio']:.1f}x; views equal from scratch: {r['exact']}", flush=True)
+    res["exact"] = all(res[way]["exact"] for way in engines)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(res, indent=2))
@@ -113,35 +130,46 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if res["exact"] else 1
 
 
+WAYS = {"gang": "regional PSN, state in Spark, one gang job per batch",
+        "job": "regional PSN, state in Spark, one job per round"}
+
+
 def markdown(res: dict, argv: list[str]) -> str:
+    ways = [w for w in WAYS if w in res]
+    rows = [
+        f"| {WAYS[w]} ({res[w]['events']} events) | {res[w]['load_s']:.1f} s, "
+        f"{res[w]['load_rounds']} rounds | {res[w]['p50_s'] * 1e3:,.0f} ms | "
+        f"{res[w]['p99_s'] * 1e3:,.0f} ms | {res[w]['rounds_per_batch']:.1f} | "
+        f"{res[w]['jobs_per_batch']:.1f} | {res[w]['state_ratio']:.2f} |" for w in ways]
+    notes = []
+    for w in ways:
+        r = res[w]
+        notes += [
+            f"* {WAYS[w]}: from scratch / resident p50 **{r['ratio']:.1f}x**; link down p50 "
+            f"{r['down_p50_s'] * 1e3:,.0f} ms (kill rounds until no region finds a new "
+            f"suspect, a rederive round, insert rounds), link up p50 "
+            f"{r['up_p50_s'] * 1e3:,.0f} ms (insert rounds only); snapshots decoded per batch "
+            f"{r['decodes_per_batch']:.2f}; views equal a from-scratch evaluation after the "
+            f"run: **{r['exact']}**"]
+    first = res[ways[0]]
     return "\n".join([
         f"## Views kept in Spark (`--state spark`) on `{res['topology']}` ({res['program']})",
         "",
         f"Regenerate: `python bench/resident.py {' '.join(argv)}`. {res['nodes']:,} nodes, "
         f"{res['links']:,} links, {res['parts']} regions; one run ({res['machine']}). Every "
         "region's facts, ranks and supports live in Spark executors; the driver holds the base "
-        "ledger and the messages of the round in flight.",
+        "ledger and relays the messages of the round in flight.",
         "",
         "| contender | initial materialisation | per link event p50 | p99 | rounds / batch "
         "| Spark jobs / batch | stored records / view fact |",
         "|---|---|---|---|---|---|---|",
-        f"| regional PSN, state in Spark ({res['events']} events) | {res['load_s']:.1f} s, "
-        f"{res['load_rounds']} rounds | {res['p50_s'] * 1e3:,.0f} ms | "
-        f"{res['p99_s'] * 1e3:,.0f} ms | {res['rounds_per_batch']:.1f} | "
-        f"{res['jobs_per_batch']:.1f} | {res['state_ratio']:.2f} |",
+        *rows,
         f"| from scratch on Spark, same session | {res['spark_scratch_s']:.1f} s, "
         f"{res['spark_scratch_rounds']} rounds | = {res['spark_scratch_s']:.1f} s per event | "
         f"| {res['spark_scratch_rounds']} | {res['spark_scratch_jobs']} | – |",
         "",
-        f"* from scratch / resident p50: **{res['ratio_scratch_vs_resident_p50']:.1f}x**; "
-        f"{res['mean_changed']:.0f} changed view tuples per event on average",
-        f"* link down p50 {res['down_p50_s'] * 1e3:,.0f} ms (kill rounds until no region finds "
-        f"a new suspect, a rederive round, insert rounds), link up p50 "
-        f"{res['up_p50_s'] * 1e3:,.0f} ms (insert rounds only)",
-        f"* snapshots decoded per batch (a worker's copy missing or from another history): "
-        f"{res['decodes_per_batch']:.2f}",
-        f"* views kept in Spark equal a from-scratch evaluation after the run: "
-        f"**{res['exact']}**",
+        *notes,
+        f"* {first['mean_changed']:.0f} changed view tuples per event on average",
     ]) + "\n"
 
 

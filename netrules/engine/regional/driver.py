@@ -14,18 +14,19 @@ import pickle
 import random
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from netrules.engine.firing import FactKey
 from netrules.engine.ledger import BaseLedger
+from netrules.engine.regional.rounds import Outcome, run_rounds
 from netrules.engine.regional.state import RegionState
 from netrules.engine.regional.steps import Outbox, Program, insert, kill, rederive, settle
 from netrules.engine.strategies.base import BatchStats, Delta, check_batch
 from netrules.facts import Fact
 from netrules.plan import Plan
 
-__all__ = ["Regions", "LocalRegions", "RegionalEngine", "run_step"]
+__all__ = ["Regions", "LocalRegions", "RegionalEngine", "run_step", "shuffler"]
 
 
 def run_step(state: RegionState, prog: Program, kind: str, batch: int, common: Any,
@@ -43,20 +44,24 @@ def run_step(state: RegionState, prog: Program, kind: str, batch: int, common: A
 
 
 class Regions(Protocol):
-    """Where regions live. ``run`` performs one round: every region in ``targets`` runs
-    ``run_step`` with the shared ``common`` payload and its own entry of ``per_region``."""
+    """Where regions live. ``batch`` runs every round of one batch (``rounds.run_rounds``)
+    and reports what changed; ``rng`` shuffles every inbox."""
 
     parts: int
     prog: Program
 
-    def run(self, kind: str, batch: int, targets: Iterable[int], common: Any,
-            per_region: dict[int, Any]) -> dict[int, Outbox]: ...
+    def batch(self, number: int, gone: list[FactKey], new: list[FactKey],
+              rng: random.Random | None) -> Outcome: ...
 
     def facts(self) -> Iterable[FactKey]: ...
 
     def counts(self) -> tuple[int, int]: ...  # (view facts, stored support records)
 
     def jobs(self) -> int: ...  # Spark jobs run so far (0 in process)
+
+
+def shuffler(rng: random.Random | None) -> Callable[[int, list], None] | None:
+    return None if rng is None else (lambda _dest, msgs: rng.shuffle(msgs))
 
 
 class LocalRegions:
@@ -68,6 +73,14 @@ class LocalRegions:
         self.states = {g: RegionState(g, prog.k) for g in range(parts)}
         self._snap = {g: pickle.dumps(s) for g, s in self.states.items()} if rebuild else {}
         self._logs: dict[int, list[tuple]] = {g: [] for g in range(parts)}
+
+    def batch(self, number: int, gone: list[FactKey], new: list[FactKey],
+              rng: random.Random | None) -> Outcome:
+        def exchange(kind: str, targets: list[int], common: Any, per_region: dict[int, Any]
+                     ) -> dict[int, Outbox]:
+            return self.run(kind, number, targets, common, per_region)
+
+        return run_rounds(exchange, self.parts, gone, new, self.prog.part_of, shuffler(rng))
 
     def run(self, kind: str, batch: int, targets: Iterable[int], common: Any,
             per_region: dict[int, Any]) -> dict[int, Outbox]:
@@ -107,92 +120,53 @@ class RegionalEngine:
         self.plan, self.regions, self.rng = plan, regions, rng
         self.prog = regions.prog
         self.ledger = BaseLedger()
-        self.batches = 0
+        self.batches = 0  # batches applied
+        self._number = 0  # batches started
         self.progress = bool(os.environ.get("NETRULES_PROGRESS"))  # a line per round
 
-    def _part(self, key: FactKey) -> int:
-        return self.prog.part_of(*key)
-
-    def _round(self, stats: BatchStats, kind: str, targets: Iterable[int], common: Any,
-               per_region: dict[int, Any]) -> dict[int, Outbox]:
-        stats.rounds += 1
-        before = self.regions.jobs()
-        t0 = time.perf_counter()
-        out = self.regions.run(kind, self.batches, sorted(set(targets)), common, per_region)
-        stats.spark_jobs += self.regions.jobs() - before
-        if self.progress:
-            sent = sum(len(m) for o in out.values() for m in o.messages.values())
-            print(f"  round {stats.rounds} {kind}: {len(out)} regions, {sent} messages out, "
-                  f"{time.perf_counter() - t0:.2f} s", file=sys.stderr, flush=True)
-        return out
-
     def apply(self, batch: Iterable[tuple[str, Fact]]) -> Delta:
-        """One batch of signed base facts; returns the net change of every relation."""
+        """One batch of signed base facts; returns the net change of every relation. A batch
+        that fails leaves the ledger as it was (the regions keep what a finished round
+        wrote; a gang job keeps nothing)."""
         t0 = time.perf_counter()
         batch = list(batch)
         if self.batches == 0:  # the program's own facts come with the first batch
             batch = [("+", f) for f in self.plan.program.facts] + batch
         checked = check_batch(self.plan, batch)
+        saved = self.ledger.balance.copy()
         appeared, vanished = self.ledger.apply(checked)
-        self.batches += 1
         stats = BatchStats(strategy="psn (regions)")
         delta = Delta(stats=stats)
-        everyone = range(self.regions.parts)
         gone = [(f.relation, f.args) for f in sorted(vanished, key=Fact.key)]
         new = [(f.relation, f.args) for f in sorted(appeared, key=Fact.key)]
+        jobs = self.regions.jobs()
+        self._number += 1  # never reused, even by a batch that failed part-way
+        try:
+            outcome = self.regions.batch(self._number, gone, new, self.rng)
+        except BaseException:
+            self.ledger.balance = saved
+            raise
+        self.batches += 1
+        stats.spark_jobs = self.regions.jobs() - jobs
+        stats.rounds = len(outcome.trace)
+        if self.progress:
+            for i, (kind, ran, sent, secs) in enumerate(outcome.trace, 1):
+                print(f"  round {i} {kind}: {ran} regions, {sent} messages out, {secs:.2f} s",
+                      file=sys.stderr, flush=True)
         for key in gone:
             delta.remove(key)
-        for key in new:
+        for key in [*new, *outcome.added]:
             delta.add(key)
-        inbox: dict[int, list] = {}
-        suspects: set[FactKey] = set()
-        if gone:
-            here: dict[int, list[FactKey]] = {}
-            for key in gone:
-                here.setdefault(self._part(key), []).append(key)
-            dead = gone
-            per_region: dict[int, Any] = here
-            while dead:
-                outs = self._round(stats, "kill", everyone, dead, per_region)
-                dead = [h for o in outs.values() for h in o.suspects]
-                suspects.update(dead)
-                per_region = {}
-            if suspects:
-                outs = self._round(stats, "rederive", everyone, sorted(suspects, key=repr), {})
-                inbox = self._route(outs)
-        seeds: dict[int, list[FactKey]] = {}
-        for key in new:
-            seeds.setdefault(self._part(key), []).append(key)
-        revived: set[FactKey] = set()
-        while inbox or seeds:
-            targets = set(inbox) | set(seeds)
-            per_region = {g: (inbox.get(g, []), seeds.get(g, [])) for g in targets}
-            outs = self._round(stats, "insert", targets, None, per_region)
-            for o in outs.values():
-                revived.update(o.revived)
-                for key in o.added:
-                    delta.add(key)
-            inbox, seeds = self._route(outs), {}
-        lost = suspects - revived
+        lost = outcome.suspects - outcome.revived
         for key in lost:
             delta.remove(key)
         stats.overdeleted = len(lost)
-        stats.rederived = len(revived)
+        stats.rederived = len(outcome.revived)
         stats.added = sum(len(r) for r in delta.added.values())
         stats.removed = sum(len(r) for r in delta.removed.values())
         stats.pending_deletions = len(self.ledger.pending_deletions())
         stats.seconds = time.perf_counter() - t0
         return delta
-
-    def _route(self, outs: dict[int, Outbox]) -> dict[int, list]:
-        inbox: dict[int, list] = {}
-        for o in outs.values():
-            for dest, msgs in o.messages.items():
-                inbox.setdefault(dest, []).extend(msgs)
-        if self.rng is not None:
-            for msgs in inbox.values():
-                self.rng.shuffle(msgs)
-        return inbox
 
     def load(self, facts: Iterable[Fact]) -> Delta:
         return self.apply([("+", f) for f in facts])

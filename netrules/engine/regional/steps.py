@@ -26,7 +26,8 @@ from netrules.errors import EngineError
 from netrules.lang import ast
 from netrules.plan import Plan
 
-__all__ = ["Program", "Outbox", "check_resident_plan", "kill", "rederive", "insert", "settle"]
+__all__ = ["Program", "Outbox", "Message", "check_resident_plan", "kill", "rederive", "insert",
+           "settle"]
 
 Message = tuple[FactKey, int, Support]
 

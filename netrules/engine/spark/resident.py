@@ -1,15 +1,24 @@
-"""Views kept in Spark: each region's state lives in an executor, and a round is one job.
+"""Views kept in Spark: each region's state lives in an executor; a batch is one job.
 
 The state is an RDD with one record per region: the path of the pickled ``RegionState`` as of
 the last compaction (the snapshot, a file in ``snapshot_dir``: local disk in local mode, a
 directory every executor mounts on a cluster, as Spark's own reliable checkpoints need) and the
-changes logged since, one pickled chunk per round that changed it, each stamped (sequence
-number, random token). Records stay small, so a round moves kilobytes to megabytes, not the
-views. A round maps that RDD with the round's payload (broadcast: the facts that died, the
-suspects, the messages for each region) and collects only the regions' outboxes; the new state
-RDD is persisted (memory, spilling to disk) and locally checkpointed, so lineage never grows
-and views larger than the driver's memory stay in executors. Nothing on this path collects a
-view.
+changes logged since, one pickled chunk per job that changed it, each stamped (sequence
+number, random token). Records stay small, so a job moves kilobytes to megabytes, not the
+views. The new state RDD is persisted (memory, spilling to disk) and locally checkpointed, so
+lineage never grows and views larger than the driver's memory stay in executors. Nothing on
+this path collects a view.
+
+Two ways to run a batch's rounds (``regional/rounds.py``, the same loop):
+* **gang** (the default): one barrier job per batch. Spark starts all its tasks at once (no
+  more tasks than task slots, several regions per task); each runs every round of the batch
+  over its regions, swapping outboxes with the others through the driver's relay
+  (``relay.py``) after each round, and yields its regions' new records once. A round costs a
+  relay swap (about a millisecond) instead of a job (0.25 s), and a batch that fails changes
+  no region.
+* **job** (``gang=False``): one job per round, the driver running the loop: the round's
+  payload is broadcast (the facts that died, the suspects, each region's messages) and only
+  the outboxes are collected. It needs no simultaneous slots.
 
 Decoding a region's snapshot costs far more than its round's work, and Spark does not pin a
 partition to a Python worker, so each worker keeps a decoded copy of every region it ran, with
@@ -21,9 +30,10 @@ quarter of the snapshot's (``COMPACT_SHARE``) or 16 MB (``MAX_LOG``: every round
 log), keeping the last chunks, up to 1 MB, for workers that fell behind. Carrying snapshot
 bytes, or a load's whole log, in the records cost americas 8-10 s a round, messages or not.
 
-Costs: one Spark job per round; a batch that deletes runs kill rounds until no new suspect,
-one rederive round, then insert rounds until no message is in flight; an insert-only batch
-only the insert rounds. ``docs/engine.md`` quotes measured figures.
+Costs: one Spark job per batch (gang) or per round (job); a batch that deletes runs kill
+rounds until no new suspect, one rederive round, then insert rounds until no message is in
+flight; an insert-only batch only the insert rounds. ``docs/engine.md`` quotes measured
+figures.
 """
 
 from __future__ import annotations
@@ -34,23 +44,30 @@ import gc
 import os
 import pickle
 import random
+import re
 import shutil
+import socket
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pyspark import StorageLevel
+from py4j.protocol import Py4JJavaError
+from pyspark import BarrierTaskContext, StorageLevel
 from pyspark.sql import SparkSession
 
+from netrules import errors
 from netrules.engine.firing import FactKey
-from netrules.engine.regional.driver import RegionalEngine, run_step
+from netrules.engine.regional.driver import RegionalEngine, run_step, shuffler
+from netrules.engine.regional.rounds import Outcome, run_rounds
 from netrules.engine.regional.state import RegionState
 from netrules.engine.regional.steps import Outbox, Program, check_resident_plan
 from netrules.engine.runner import views_after
 from netrules.engine.session import count_jobs, get_spark
 from netrules.engine.spark.fixpoint import locator
 from netrules.engine.spark.partition import PartitionMap
+from netrules.engine.spark.relay import Link, Relay, Ticket
+from netrules.errors import NetrulesError
 from netrules.facts import Fact
 from netrules.plan import Plan
 
@@ -78,6 +95,29 @@ Chunk = tuple[Stamp, bytes]  # the pickled changes of one round
 Record = tuple[int, list[str], Stamp, list[Chunk], int]
 
 
+@contextlib.contextmanager
+def _task_errors() -> Iterator[None]:
+    """A netrules error raised inside a task (a builtin given the wrong type by a fact) comes
+    back as Spark's job failure; raise it as itself, named, with what it means for the state."""
+    try:
+        yield
+    except Py4JJavaError as err:
+        found = re.search(r"netrules\.errors\.(\w+): (.*)", str(err))
+        cls = getattr(errors, found.group(1), None) if found else None
+        if found is None or not (isinstance(cls, type) and issubclass(cls, NetrulesError)):
+            raise
+        raise cls(f"{found.group(2)} [raised in a Spark task; the batch was not applied]"
+                  ) from None
+
+
+def _relay_host(sc: Any) -> str:
+    """Where the relay listens: this machine only in local mode, else the driver's address
+    (the one executors already reach)."""
+    if sc.master.startswith("local"):
+        return "127.0.0.1"
+    return sc.getConf().get("spark.driver.host", socket.gethostname())
+
+
 def _program(eid: str, shipped: Any) -> Program:
     prog = _PROGRAMS.get(eid)
     if prog is None:
@@ -88,40 +128,140 @@ def _program(eid: str, shipped: Any) -> Program:
 
 def _round_fn(eid: str, shipped: Any, payload: Any, min_log: int, reuse: bool,
               decodes: Any):
-    """The task of one round: run the region if it has work, pass its record on if not.
-    ``reuse`` False makes every round rebuild from the snapshot (tests). Everything a task
-    returns is pickled here with C pickle: PySpark's own serializer (cloudpickle) took most of
-    a large round's time."""
+    """The task of one round (round mode): run the region if it has work, pass its record on
+    if not. ``reuse`` False makes every round rebuild from the snapshot (tests). Everything a
+    task returns is pickled here with C pickle: PySpark's own serializer (cloudpickle) took
+    most of a large round's time."""
 
     def run(records: Iterator[Record]) -> Iterator[tuple[str, Any]]:
-        for g, snaps, snap_at, chunks, pending in records:
+        for rec in records:
             kind, batch, targets, common, per_region = payload.value
+            g = rec[0]
             if g not in targets:
-                yield ("s", (g, snaps, snap_at, chunks, pending))
+                yield ("s", rec)
                 continue
             prog = _program(eid, shipped)
-            state = _current(eid, g, snap_at, chunks, reuse)
-            if state is None:
-                decodes.add(1)
-                state = _rebuild(snaps[-1], snap_at, chunks)
-            state.log = []
+            state = _open(eid, rec, reuse, decodes)
             mine = per_region.get(g)
             out = run_step(state, prog, kind, batch, common.value,
                            None if mine is None else mine.value)
-            ops, state.log = state.log, None
-            at = chunks[-1][0] if chunks else snap_at
-            if ops:
-                at = (at[0] + 1, uuid.uuid4().hex)
-                blob = pickle.dumps(ops, 5)
-                chunks, pending = [*chunks, (at, blob)], pending + len(blob)
-            if pending > min(MAX_LOG, max(min_log, COMPACT_SHARE * os.path.getsize(snaps[-1]))):
-                snaps, snap_at, pending = _write(snaps, state, f"{eid}-{g}-{at[0]}-{at[1]}"), at, 0
-                chunks = _recent(chunks)
-            _keep(eid, g, at, state)
-            yield ("s", (g, snaps, snap_at, chunks, pending))
+            yield ("s", _finish(eid, rec, state, min_log))
             yield ("o", (g, pickle.dumps(out, 5)))
 
     return run
+
+
+def _gang_fn(eid: str, shipped: Any, payload: Any, ticket: Ticket, min_log: int, reuse: bool,
+             decodes: Any):
+    """The task of a gang job: every round of the batch over this task's regions, swapping
+    outboxes with the other tasks through the relay after each round (``rounds.py``: all
+    tasks see the same outboxes, so all take the same decisions). Yields the regions' new
+    records and this task's share of the outcome."""
+
+    def run(records: Iterator[Record]) -> Iterator[tuple[str, Any]]:
+        ctx = BarrierTaskContext.get()
+        number, regions, gone, new, seed = payload.value
+        prog = _program(eid, shipped)
+        me = ctx.partitionId()
+        link = Link(ticket, me, ctx.taskAttemptId())
+        # which task runs which region is settled here, not by the partitioning: Spark does
+        # not pin a partition to a Python worker, so every task says what its worker holds
+        held = _held(eid)
+        mine = ({rec[0]: rec for rec in records}, held)
+        tables = [pickle.loads(b) for b in link.swap(pickle.dumps(mine, 5))]
+        tables.insert(me, mine)
+        owner = _assign(tables) if reuse else {g: t for t, (rs, _h) in enumerate(tables)
+                                                for g in rs}
+        recs = {g: tables_rec for t, (rs, _h) in enumerate(tables)
+                for g, tables_rec in rs.items() if owner[g] == me}
+        opened: dict[int, RegionState] = {}
+
+        def exchange(kind: str, targets: list[int], common: Any, per_region: dict[int, Any]
+                     ) -> dict[int, Outbox]:
+            ran = {}
+            for g in targets:
+                if g in recs:
+                    if g not in opened:
+                        opened[g] = _open(eid, recs[g], reuse, decodes)
+                    ran[g] = run_step(opened[g], prog, kind, number, common, per_region.get(g))
+            # others need only what steers the loop and what is addressed to them
+            shared = {g: Outbox(messages=o.messages, suspects=o.suspects)
+                      for g, o in ran.items()}
+            outs = dict(ran)
+            for blob in link.swap(pickle.dumps(shared, 5)):
+                outs.update(pickle.loads(blob))
+            return outs
+
+        rng = None if seed is None else random.Random(seed + ctx.partitionId())
+        shuffle = None if rng is None else (lambda _dest, msgs: rng.shuffle(msgs))
+        try:
+            outcome = run_rounds(exchange, regions, gone, new, prog.part_of, shuffle)
+        except BaseException as err:
+            link.close(err)
+            raise
+        link.close()
+        for g, rec in recs.items():
+            yield ("s", _finish(eid, rec, opened[g], min_log) if g in opened else rec)
+        yield ("o", pickle.dumps(outcome, 5))
+
+    return run
+
+
+def _assign(tables: list[tuple[dict[int, Record], dict[int, Stamp]]]) -> dict[int, int]:
+    """Region -> the task that runs it this batch: one whose worker holds a copy it can bring
+    up to date (the least loaded of them), else the task whose partition carries its record.
+    Every task computes this from the same tables, so all agree; a region is decoded only
+    where no worker holds it, and no worker ends up with a second copy of a region."""
+    owner: dict[int, int] = {}
+    load = [0] * len(tables)
+    records = {g: (t, rec) for t, (rs, _h) in enumerate(tables) for g, rec in rs.items()}
+    for g in sorted(records):
+        home, (_g, _snaps, snap_at, chunks, _n) = records[g]
+        usable = {snap_at, *(c[0] for c in chunks)}
+        holders = [t for t, (_r, held) in enumerate(tables) if held.get(g) in usable]
+        t = min(holders, key=lambda t: (load[t], t)) if holders else home
+        owner[g] = t
+        load[t] += 1
+    return owner
+
+
+def _open(eid: str, rec: Record, reuse: bool, decodes: Any) -> RegionState:
+    """The region of ``rec`` as of its last chunk, logging from now on. Decoding runs with the
+    cycle collector off: unpickling a region allocates millions of containers, and the
+    collections they trigger doubled the time (a 2.4M-fact region: 34 s, 17 s without)."""
+    g, snaps, snap_at, chunks, _pending = rec
+    gc.disable()
+    try:
+        state = _current(eid, g, snap_at, chunks, reuse)
+        if state is None:
+            decodes.add(1)
+            state = _rebuild(snaps[-1], snap_at, chunks)
+    finally:
+        gc.enable()
+    state.log = []
+    return state
+
+
+def _finish(eid: str, rec: Record, state: RegionState, min_log: int) -> Record:
+    """The region's new record: the changes logged since ``_open`` as one stamped chunk,
+    compacted into a new snapshot when the log has grown; this worker keeps the copy."""
+    g, snaps, snap_at, chunks, pending = rec
+    ops, state.log = state.log, None
+    at = chunks[-1][0] if chunks else snap_at
+    if ops:
+        at = (at[0] + 1, uuid.uuid4().hex)
+        blob = pickle.dumps(ops, 5)
+        chunks, pending = [*chunks, (at, blob)], pending + len(blob)
+    if pending > min(MAX_LOG, max(min_log, COMPACT_SHARE * os.path.getsize(snaps[-1]))):
+        snaps, snap_at, pending = _write(snaps, state, f"{eid}-{g}-{at[0]}-{at[1]}"), at, 0
+        chunks = _recent(chunks)
+    _keep(eid, g, at, state)
+    return (g, snaps, snap_at, chunks, pending)
+
+
+def _held(eid: str) -> dict[int, Stamp]:
+    """The regions this worker holds and their stamps (module-level, as ``_keep``)."""
+    return {g: at for (e, g), (at, _s) in _HELD.items() if e == eid}
 
 
 def _keep(eid: str, g: int, at: Stamp, state: RegionState) -> None:
@@ -204,13 +344,14 @@ def _counts(records: Iterator[Record]) -> Iterator[tuple[int, int]]:
 
 
 class SparkRegions:
-    """Regions in Spark executors (see the module docstring); one job per round."""
+    """Regions in Spark executors (see the module docstring): one gang job per batch, or with
+    ``gang`` False one job per round."""
 
     def __init__(self, spark: SparkSession, plan: Plan, pmap: PartitionMap, k: int = 2, *,
-                 min_log: int = MIN_LOG, reuse: bool = True, snapshot_dir: str | None = None
-                 ) -> None:
+                 min_log: int = MIN_LOG, reuse: bool = True, snapshot_dir: str | None = None,
+                 gang: bool = True) -> None:
         check_resident_plan(plan)
-        self.min_log, self.reuse = min_log, reuse
+        self.min_log, self.reuse, self.gang = min_log, reuse, gang
         self.spark, self.sc = spark, spark.sparkContext
         self.parts = pmap.parts
         self.prog = Program(plan, locator(plan, pmap), k)
@@ -225,13 +366,60 @@ class SparkRegions:
             with open(path, "wb") as f:
                 pickle.dump(RegionState(g, k), f, 5)
             empty.append((g, [path], (0, "0"), [], 0))
-        self.rdd = self.sc.parallelize(empty, self.parts)
+        # a gang's tasks must all run at once: no more tasks than task slots
+        self.tasks = min(self.parts, self.sc.defaultParallelism) if gang else self.parts
+        self.relay = Relay(_relay_host(self.sc)) if gang and self.tasks > 1 else None
+        self.rdd = self.sc.parallelize(empty, self.tasks)
         self._jobs = 0
-        self._persisted: Any = None  # the last round's output, persisted and checkpointed
+        self._persisted: Any = None  # the last job's output, persisted and checkpointed
         self.decodes = self.sc.accumulator(0)  # snapshots decoded by rounds, all workers
+
+    def batch(self, number: int, gone: list[FactKey], new: list[FactKey],
+              rng: random.Random | None) -> Outcome:
+        if not self.gang:
+            def exchange(kind: str, targets: list[int], common: Any,
+                         per_region: dict[int, Any]) -> dict[int, Outbox]:
+                return self.run(kind, number, targets, common, per_region)
+
+            return run_rounds(exchange, self.parts, gone, new, self.prog.part_of,
+                              shuffler(rng))
+        seed = None if rng is None else rng.getrandbits(48)
+        ticket = (self.relay.ticket(self.tasks) if self.relay is not None
+                  else Ticket("", 0, b"", b"", 1))
+        payload = self.sc.broadcast((number, self.parts, gone, new, seed))
+        fn = _gang_fn(self.eid, self._shipped, payload, ticket, self.min_log, self.reuse,
+                      self.decodes)
+        try:
+            with _task_errors():
+                outs = self._step(self.rdd.barrier().mapPartitions(
+                    fn, preservesPartitioning=True))
+        finally:
+            payload.unpersist()
+            if self.relay is not None:
+                self.relay.forget(ticket)
+        outcome = Outcome()
+        for blob in outs:
+            outcome.merge(pickle.loads(blob))
+        return outcome
+
+    def _step(self, nxt: Any) -> list[Any]:
+        """Run the job that makes ``nxt`` (records and outputs), keep its records as the
+        state and return its outputs. The state is persisted and locally checkpointed, so
+        lineage never grows; the job before's blocks are freed."""
+        nxt.persist(StorageLevel.MEMORY_AND_DISK)  # not pipelined into what reads it
+        nxt.localCheckpoint()
+        with count_jobs(self.spark) as jobs:
+            outs = nxt.filter(lambda r: r[0] == "o").map(lambda r: r[1]).collect()
+        self._jobs += jobs.jobs
+        if self._persisted is not None:
+            self._persisted.unpersist()
+        self._persisted = nxt
+        self.rdd = nxt.filter(lambda r: r[0] == "s").map(lambda r: r[1])
+        return outs
 
     def run(self, kind: str, batch: int, targets: Iterable[int], common: Any,
             per_region: dict[int, Any]) -> dict[int, Outbox]:
+        """One round as one job (round mode)."""
         # one broadcast for what every region reads, one per region for its own messages: a
         # task loads only the broadcasts it reads
         shared = self.sc.broadcast(common)
@@ -239,24 +427,18 @@ class SparkRegions:
         payload = self.sc.broadcast((kind, batch, frozenset(targets), shared, own))
         fn = _round_fn(self.eid, self._shipped, payload, self.min_log, self.reuse,
                        self.decodes)
-        nxt = self.rdd.mapPartitions(fn, preservesPartitioning=True)
-        nxt.persist(StorageLevel.MEMORY_AND_DISK)  # not pipelined into what reads it
-        nxt.localCheckpoint()
-        with count_jobs(self.spark) as jobs:
-            outs = nxt.filter(lambda r: r[0] == "o").map(lambda r: r[1]).collect()
-        self._jobs += jobs.jobs
-        for b in (payload, shared, *own.values()):
-            b.unpersist()  # the next round's task closure still names them: not destroy()
-        # the new round is checkpointed, so the last one's blocks are no longer read
-        if self._persisted is not None:
-            self._persisted.unpersist()
-        self._persisted = nxt
-        self.rdd = nxt.filter(lambda r: r[0] == "s").map(lambda r: r[1])
+        try:
+            outs = self._step(self.rdd.mapPartitions(fn, preservesPartitioning=True))
+        finally:
+            for b in (payload, shared, *own.values()):
+                b.unpersist()  # the next round's closure still names them: not destroy()
         return {g: pickle.loads(blob) for g, blob in outs}
 
     def facts(self) -> Iterable[FactKey]:
         """Every visible fact, streamed partition by partition (a read, not the hot path)."""
-        return self.rdd.mapPartitions(_visible).toLocalIterator()
+        rdd = self.rdd.mapPartitions(_visible)
+        # a barrier stage runs all its partitions in one job: no streaming one by one
+        return rdd.collect() if self.gang else rdd.toLocalIterator()
 
     def counts(self) -> tuple[int, int]:
         pairs = self.rdd.mapPartitions(_counts).collect()
