@@ -1,5 +1,6 @@
 """Scale-out: the end-to-end run and the Spark evaluator on a real standalone cluster give
-exactly what local mode and the reference evaluator give.
+exactly what local mode and the reference evaluator give, and so do views kept in the
+executors (``--state spark``), whose gang jobs span both workers.
 
 Why a subprocess for the cluster driver: a Python process holds one SparkContext, and the rest
 of the suite shares a session-scoped ``local[2]`` one; the cluster driver therefore runs in its
@@ -52,6 +53,16 @@ def _cluster_driver(master: str, store: str, events: str, out: str) -> None:
         got.setdefault(f.relation, []).append(list(f.args))
     want = {r: sorted(list(f.args) for f in fs)
             for r, fs in evaluate_program(plan, facts).items() if fs}
+    # views kept in the executors (--state spark): one gang job per batch, its tasks on both
+    # workers swapping outboxes through the driver's relay
+    from netrules.engine.spark.resident import ResidentEngine
+
+    eng = ResidentEngine(plan, facts, spark=spark, parts=2)
+    cut = [f for f in facts if {f.args[0], f.args[1]} == {"n1", "n2"}]
+    d = eng.apply([("-", f) for f in cut])
+    kept = {r: sorted(list(f.args) for f in fs) for r, fs in eng.views().items() if fs}
+    after = {r: sorted(list(f.args) for f in fs)
+             for r, fs in evaluate_program(plan, set(facts) - set(cut)).items() if fs}
     # which executors ran the Python workers (proves the work left the driver)
     # (a Python worker's cwd is its executor's directory under the worker's work dir)
     execs = sorted(set(sc.parallelize(range(16), 8).map(
@@ -65,6 +76,9 @@ def _cluster_driver(master: str, store: str, events: str, out: str) -> None:
         "spark_jobs": stats.spark_jobs,
         "spark_equal_reference": {r: sorted(v) for r, v in got.items()} == want,
         "view_sizes": {r: len(v) for r, v in want.items()},
+        "resident_equal_reference": kept == after,
+        "resident_jobs": d.stats.spark_jobs,
+        "resident_rounds": d.stats.rounds,
     }))
     spark.stop()
 
@@ -105,6 +119,8 @@ def test_standalone_cluster_matches_local(standalone_cluster, spark, tmp_path: P
     assert len(report["task_dirs"]) == 2, report  # tasks ran in both workers' executors
     assert all(d.startswith(work) for d in report["task_dirs"]), report
     assert report["spark_equal_reference"], report
+    assert report["resident_equal_reference"], report
+    assert report["resident_jobs"] == 1 < report["resident_rounds"], report
 
     cluster_views = open_store(str(cluster_store), read_only=True).snapshot()
     local_views = open_store(str(local_store), read_only=True).snapshot()

@@ -172,8 +172,7 @@ def _gang_fn(eid: str, shipped: Any, payload: Any, ticket: Ticket, min_log: int,
         tables.insert(me, mine)
         owner = _assign(tables) if reuse else {g: t for t, (rs, _h) in enumerate(tables)
                                                 for g in rs}
-        recs = {g: tables_rec for t, (rs, _h) in enumerate(tables)
-                for g, tables_rec in rs.items() if owner[g] == me}
+        recs = {g: rec for rs, _h in tables for g, rec in rs.items() if owner[g] == me}
         opened: dict[int, RegionState] = {}
 
         def exchange(kind: str, targets: list[int], common: Any, per_region: dict[int, Any]
