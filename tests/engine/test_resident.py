@@ -125,6 +125,25 @@ def test_regions_run_where_a_worker_holds_them() -> None:
     assert owner[3] == 0  # task 0's worker holds region 3 at its snapshot
 
 
+def test_a_worker_drops_the_copies_of_engines_long_gone() -> None:
+    from netrules.engine.regional.state import RegionState
+    from netrules.engine.spark import resident
+
+    eids = [f"test-engine-{i}" for i in range(resident.HELD_ENGINES + 2)]
+    for eid in eids:
+        for g in range(2):
+            resident._keep(eid, g, (1, "x"), RegionState(g, 2))
+    resident._keep(eids[0], 0, (2, "y"), RegionState(0, 2))  # used again: most recent
+    held = {e for e, _g in resident._HELD}
+    assert eids[0] in held and eids[1] not in held and eids[2] not in held
+    assert set(eids[3:]) <= held
+    assert sum(e in eids for e in resident._ENGINES) == resident.HELD_ENGINES
+    for eid in eids:  # leave the module as it was
+        resident._ENGINES.pop(eid, None)
+        for g in range(2):
+            resident._HELD.pop((eid, g), None)
+
+
 def test_refuses_aggregates(spark) -> None:
     with pytest.raises(EngineError, match="positive programs only"):
         ResidentEngine(plan_program(programs.load("best_routes")), spark=spark)

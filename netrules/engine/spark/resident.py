@@ -85,6 +85,8 @@ KEEP_BYTES = 1 << 20  # changes kept past a snapshot, for workers that fell behi
 # per Python worker: programs by engine id, and the regions this worker holds decoded
 _PROGRAMS: dict[str, Program] = {}
 _HELD: dict[tuple[str, int], tuple[Stamp, RegionState]] = {}
+_ENGINES: dict[str, None] = {}  # engines with held regions, least recently used first
+HELD_ENGINES = 4  # a long-lived worker drops the copies of older engines past this many
 
 # A stamp names one version of a region: (sequence number, random token), so a copy left by a
 # task whose output was lost is never taken for the version a rerun produced.
@@ -270,8 +272,18 @@ def _keep(eid: str, g: int, at: Stamp, state: RegionState) -> None:
     PySpark's daemon runs a full ``gc.collect()`` after every task of a reused worker, which
     walked every object of the held regions: 7 s a round on americas with nothing to do.
     ``gc.freeze`` moves what exists now out of the collector's sight (reference counting
-    still frees a copy that is dropped)."""
+    still frees a copy that is dropped). Copies of the ``HELD_ENGINES`` engines used last
+    are kept; an older engine's would otherwise stay for the worker's life (a dropped copy
+    costs a decode, never a wrong answer)."""
     _HELD[(eid, g)] = (at, state)
+    _ENGINES.pop(eid, None)
+    _ENGINES[eid] = None
+    while len(_ENGINES) > HELD_ENGINES:  # an engine long gone: its copies only cost memory
+        old = next(iter(_ENGINES))
+        del _ENGINES[old]
+        _PROGRAMS.pop(old, None)
+        for key in [k for k in _HELD if k[0] == old]:
+            del _HELD[key]
     gc.freeze()
 
 
