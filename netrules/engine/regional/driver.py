@@ -61,6 +61,7 @@ class Regions(Protocol):
 
 
 def shuffler(rng: random.Random | None) -> Callable[[int, list], None] | None:
+    """``run_rounds``' inbox shuffle drawn from ``rng`` (None: delivery in order)."""
     return None if rng is None else (lambda _dest, msgs: rng.shuffle(msgs))
 
 

@@ -39,8 +39,7 @@ class Outcome:
         self.added.extend(other.added)
         self.revived |= other.revived
         self.suspects |= other.suspects
-        if len(other.trace) > len(self.trace):
-            self.trace = other.trace
+        self.trace = self.trace or other.trace  # every task ran the same rounds
 
 
 def run_rounds(exchange: Exchange, regions: int, gone: list[FactKey], new: list[FactKey],

@@ -89,7 +89,8 @@ class _Gang:
 
 
 class Relay:
-    """The driver's side; one per ``SparkRegions``, serving every gang job it runs."""
+    """The driver's side: one per driver address (``resident._relay``), serving every gang
+    job of every engine; each job's gang has its own id."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.secret = os.urandom(16)

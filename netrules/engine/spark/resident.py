@@ -112,12 +112,18 @@ def _task_errors() -> Iterator[None]:
                   ) from None
 
 
-def _relay_host(sc: Any) -> str:
-    """Where the relay listens: this machine only in local mode, else the driver's address
-    (the one executors already reach)."""
-    if sc.master.startswith("local"):
-        return "127.0.0.1"
-    return sc.getConf().get("spark.driver.host", socket.gethostname())
+_RELAYS: dict[str, Relay] = {}  # on the driver: one relay per address, shared by engines
+
+
+def _relay(sc: Any) -> Relay:
+    """The driver's relay, listening on this machine only in local mode, else on the driver's
+    address (the one executors already reach); started on first use, then shared, so
+    engines come and go without leaving servers behind."""
+    host = ("127.0.0.1" if sc.master.startswith("local")
+            else sc.getConf().get("spark.driver.host", socket.gethostname()))
+    if host not in _RELAYS:
+        _RELAYS[host] = Relay(host)
+    return _RELAYS[host]
 
 
 def _program(eid: str, shipped: Any) -> Program:
@@ -379,7 +385,7 @@ class SparkRegions:
             empty.append((g, [path], (0, "0"), [], 0))
         # a gang's tasks must all run at once: no more tasks than task slots
         self.tasks = min(self.parts, self.sc.defaultParallelism) if gang else self.parts
-        self.relay = Relay(_relay_host(self.sc)) if gang and self.tasks > 1 else None
+        self.relay = _relay(self.sc) if gang else None
         self.rdd = self.sc.parallelize(empty, self.tasks)
         self._jobs = 0
         self._persisted: Any = None  # the last job's output, persisted and checkpointed
@@ -395,8 +401,8 @@ class SparkRegions:
             return run_rounds(exchange, self.parts, gone, new, self.prog.part_of,
                               shuffler(rng))
         seed = None if rng is None else rng.getrandbits(48)
-        ticket = (self.relay.ticket(self.tasks) if self.relay is not None
-                  else Ticket("", 0, b"", b"", 1))
+        assert self.relay is not None
+        ticket = self.relay.ticket(self.tasks)
         payload = self.sc.broadcast((number, self.parts, gone, new, seed))
         fn = _gang_fn(self.eid, self._shipped, payload, ticket, self.min_log, self.reuse,
                       self.decodes)
@@ -406,8 +412,7 @@ class SparkRegions:
                     fn, preservesPartitioning=True))
         finally:
             payload.unpersist()
-            if self.relay is not None:
-                self.relay.forget(ticket)
+            self.relay.forget(ticket)
         outcome = Outcome()
         for blob in outs:
             outcome.merge(pickle.loads(blob))
