@@ -79,11 +79,17 @@ class AggIndex:
 
     def update(self, removed: Iterable[Binding], added: Iterable[Binding]) -> set[tuple]:
         """Move the groups by the bindings that stopped and started holding; the touched keys."""
+        return self.update_pairs([self._key_value(b) for b in removed],
+                                 [self._key_value(b) for b in added])
+
+    def update_pairs(self, removed: Iterable[tuple[tuple, Value]],
+                     added: Iterable[tuple[tuple, Value]]) -> set[tuple]:
+        """``update`` by (group, value) pairs: what a binding contributes, which is all a
+        group held in another place needs (``regional/counting.py``)."""
         touched: set[tuple] = set()
         smaller = self.agg.func == "MIN"
-        for sign, bindings in ((-1, removed), (1, added)):
-            for b in bindings:
-                key, value = self._key_value(b)
+        for sign, pairs in ((-1, removed), (1, added)):
+            for key, value in pairs:
                 touched.add(key)
                 g = self.groups.get(key)
                 if g is None:
@@ -114,14 +120,23 @@ class AggIndex:
         """The group a body binding belongs to."""
         return self._key_value(b)[0]
 
+    def pair_of(self, b: Binding) -> tuple[tuple, Value]:
+        """(group, value) a body binding contributes."""
+        return self._key_value(b)
+
     def move(self, removed: Iterable[Binding], added: Iterable[Binding]
              ) -> tuple[set[tuple], set[tuple]]:
         """``update``, returning the head rows that went and the ones that came (a group
         whose extreme, count or sum did not change gives neither)."""
-        removed, added = list(removed), list(added)
-        keys = {self.key_of(b) for b in (*removed, *added)}
+        return self.move_pairs([self._key_value(b) for b in removed],
+                               [self._key_value(b) for b in added])
+
+    def move_pairs(self, removed: list[tuple[tuple, Value]], added: list[tuple[tuple, Value]]
+                   ) -> tuple[set[tuple], set[tuple]]:
+        """``move`` by (group, value) pairs."""
+        keys = {k for k, _v in (*removed, *added)}
         before = {k: self.row(k) for k in keys}
-        self.update(removed, added)
+        self.update_pairs(removed, added)
         gone, came = set(), set()
         for k in keys:
             old, now = before[k], self.row(k)

@@ -10,7 +10,7 @@ rederivation, backward chaining).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +20,7 @@ from netrules.facts import Value
 from netrules.lang import ast
 
 __all__ = ["fire", "fire_from_delta", "negation_variants", "instances_for", "body_facts",
-           "order_of", "changed_bindings", "changed_heads", "derivable", "body_keys", "FactKey"]
+           "order_of", "changed_bindings", "distinct_bindings", "changed_heads", "derivable", "body_keys", "FactKey"]
 
 FactKey = tuple[str, tuple[Value, ...]]
 
@@ -77,6 +77,15 @@ def changed_bindings(rule: ast.Rule, pos_delta: Any, neg_delta: Any, other: Any,
             n = len(variant.atoms())
             reads = {j: (neg_delta if j == pos else other) for j in range(n)}
             yield from bindings_of(variant, reads, neg, first=pos)
+
+
+def distinct_bindings(bindings: Iterable[Binding]) -> list[Binding]:
+    """One binding per variable assignment: an instance with two changed atoms is found
+    twice, and an aggregate or a derivation count must take it once."""
+    seen: dict[frozenset, Binding] = {}
+    for b in bindings:
+        seen.setdefault(frozenset(kv for kv in b.items() if isinstance(kv[0], str)), b)
+    return list(seen.values())
 
 
 def changed_heads(rule: ast.Rule, pos_delta: Any, neg_delta: Any, other: Any, neg: Any

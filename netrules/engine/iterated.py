@@ -25,7 +25,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from netrules.engine.aggregates import AggIndex
-from netrules.engine.firing import FactKey, changed_bindings, changed_heads, derivable
+from netrules.engine.firing import (
+    FactKey,
+    changed_bindings,
+    changed_heads,
+    derivable,
+    distinct_bindings,
+)
 from netrules.engine.joins import bindings_of, fire_rows
 from netrules.engine.reference import (
     Database,
@@ -66,15 +72,6 @@ def _fired(rule: ast.Rule, pos_delta: Database, neg_delta: Database, read: Any
     return changed_bindings(rule, pos_delta, neg_delta, read, read)
 
 
-def _distinct(bindings: Iterable[dict]) -> list[dict]:
-    """One binding per variable assignment (an instance with two changed atoms is found
-    twice; an aggregate must count it once)."""
-    seen: dict[frozenset, dict] = {}
-    for b in bindings:
-        seen.setdefault(frozenset(kv for kv in b.items() if isinstance(kv[0], str)), b)
-    return list(seen.values())
-
-
 Aggs = dict[int, AggIndex]
 
 
@@ -103,8 +100,8 @@ def _step(rules: list[ast.Rule], prev_in: Any, now_in: Any, prev_out: Any,
         rel = rule.head.relation
         if rule.head.aggregate():
             ix = aggs[id(rule)]
-            stopped = _distinct(_fired(rule, d_in, a_in, prev_in))
-            started = _distinct(_fired(rule, a_in, d_in, now_in))
+            stopped = distinct_bindings(_fired(rule, d_in, a_in, prev_in))
+            started = distinct_bindings(_fired(rule, a_in, d_in, now_in))
             went, came = ix.move(stopped, started)
             lost.update((rel, row) for row in went)
             found.update((rel, row) for row in came)
@@ -123,7 +120,7 @@ def new_aggregates(stratum: Stratum, read: Any) -> Aggs:
     for rule in stratum.rules:
         if rule.head.aggregate():
             ix = aggs[id(rule)] = AggIndex(rule)
-            ix.update((), _distinct(bindings_of(rule, read)))
+            ix.update((), distinct_bindings(bindings_of(rule, read)))
     return aggs
 
 

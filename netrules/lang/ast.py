@@ -276,6 +276,11 @@ class Rule:
         """Positive body atoms, in order."""
         return [b for b in self.body if isinstance(b, Atom)]
 
+    def __getstate__(self) -> dict[str, object]:
+        """The rule, without what the engine cached on it (compiled joins hold closures):
+        a rule travels to executors and into region snapshots."""
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_nr_")}
+
 
 @dataclass(frozen=True)
 class Materialize:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from netrules.engine.firing import FactKey
 from netrules.engine.ledger import BaseLedger
+from netrules.engine.regional.counting import count, overdelete
 from netrules.engine.regional.rounds import Outcome, run_rounds
 from netrules.engine.regional.state import RegionState
 from netrules.engine.regional.steps import Outbox, Program, insert, kill, rederive, settle
@@ -29,18 +30,29 @@ from netrules.plan import Plan
 __all__ = ["Regions", "LocalRegions", "RegionalEngine", "run_step", "shuffler"]
 
 
-def run_step(state: RegionState, prog: Program, kind: str, batch: int, common: Any,
-             mine: Any) -> Outbox:
-    """One region's part of one round (the same code in this process and in executors)."""
+def run_step(state: RegionState, prog: Program, step: tuple[str, int], batch: int,
+             common: Any, mine: Any) -> Outbox:
+    """One region's part of one round (the same code in this process and in executors);
+    ``step`` is (kind, stage)."""
     settle(state, batch)
+    kind, s = step
+    stage = prog.stages[s]
+    state.step_flips = {}
     if kind == "kill":
-        return kill(state, prog, common, mine or [])
-    if kind == "rederive":
-        return rederive(state, prog, common)
-    if kind == "insert":
+        out = kill(state, prog, stage, common, mine or [])
+    elif kind == "rederive":
+        out = rederive(state, prog, common)
+    elif kind == "insert":
         msgs, seeds = mine or ([], [])
-        return insert(state, prog, msgs, seeds)
-    raise ValueError(f"unknown round kind {kind!r}")
+        out = insert(state, prog, stage, msgs, seeds, below=bool(common))
+    elif kind == "over":
+        out = overdelete(state, prog, stage, bool(common), mine)
+    elif kind == "count":
+        out = count(state, prog, stage, bool(common), mine or [])
+    else:
+        raise ValueError(f"unknown round kind {kind!r}")
+    out.flips, state.step_flips = state.step_flips, {}
+    return out
 
 
 class Regions(Protocol):
@@ -77,13 +89,14 @@ class LocalRegions:
 
     def batch(self, number: int, gone: list[FactKey], new: list[FactKey],
               rng: random.Random | None) -> Outcome:
-        def exchange(kind: str, targets: list[int], common: Any, per_region: dict[int, Any]
-                     ) -> dict[int, Outbox]:
-            return self.run(kind, number, targets, common, per_region)
+        def exchange(step: tuple[str, int], targets: list[int], common: Any,
+                     per_region: dict[int, Any]) -> dict[int, Outbox]:
+            return self.run(step, number, targets, common, per_region)
 
-        return run_rounds(exchange, self.parts, gone, new, self.prog.part_of, shuffler(rng))
+        return run_rounds(exchange, self.parts, self.prog.stages, gone, new, self.prog.part_of,
+                          shuffler(rng))
 
-    def run(self, kind: str, batch: int, targets: Iterable[int], common: Any,
+    def run(self, step: tuple[str, int], batch: int, targets: Iterable[int], common: Any,
             per_region: dict[int, Any]) -> dict[int, Outbox]:
         out = {}
         for g in targets:
@@ -92,7 +105,7 @@ class LocalRegions:
                 state = pickle.loads(self._snap[g])
                 state.replay(self._logs[g])
                 state.log = self._logs[g]
-            out[g] = run_step(state, self.prog, kind, batch, common, per_region.get(g))
+            out[g] = run_step(state, self.prog, step, batch, common, per_region.get(g))
             if self.rebuild:
                 state.log = None
                 self.states[g] = state
@@ -113,7 +126,7 @@ class LocalRegions:
 
 
 class RegionalEngine:
-    """Maintains a positive localized program region by region; see the module docstring.
+    """Maintains a localized program region by region; see the module docstring.
     ``rng`` shuffles every inbox (delivery order must not matter)."""
 
     def __init__(self, plan: Plan, regions: Regions, *, rng: random.Random | None = None
@@ -154,13 +167,12 @@ class RegionalEngine:
             for i, (kind, ran, sent, secs) in enumerate(outcome.trace, 1):
                 print(f"  round {i} {kind}: {ran} regions, {sent} messages out, {secs:.2f} s",
                       file=sys.stderr, flush=True)
-        for key in gone:
-            delta.remove(key)
-        for key in [*new, *outcome.added]:
-            delta.add(key)
+        for key, n in outcome.flips.items():  # every fact shown or hidden, netted
+            if n > 0:
+                delta.add(key)
+            elif n < 0:
+                delta.remove(key)
         lost = outcome.suspects - outcome.revived
-        for key in lost:
-            delta.remove(key)
         stats.overdeleted = len(lost)
         stats.rederived = len(outcome.revived)
         stats.added = sum(len(r) for r in delta.added.values())

@@ -1,4 +1,6 @@
-"""The rounds of one resident batch: kill until no new suspect, rederive, insert until quiet.
+"""The rounds of one resident batch, stage by stage: for a positive stage kill until no new
+suspect, rederive, insert until quiet; for a counting stage overdelete, then iterate until
+no count moves (``steps.py``, ``counting.py``).
 
 The loop is written once against an ``exchange``: run one round on the regions it names and
 return every region's outbox. Where the loop runs decides what an exchange costs: on the
@@ -16,12 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netrules.engine.firing import FactKey
-from netrules.engine.regional.steps import Message, Outbox
+from netrules.engine.iterated import MAX_ITERATIONS
+from netrules.engine.regional.steps import Message, Outbox, Stage
+from netrules.errors import EvalError
 
 __all__ = ["Exchange", "Outcome", "run_rounds"]
 
-# (kind, regions, common payload, per-region payload) -> outboxes of the regions that ran
-Exchange = Callable[[str, list[int], Any, dict[int, Any]], dict[int, Outbox]]
+# ((kind, stage), regions, common payload, per-region payload) -> outboxes of the regions
+# that ran
+Exchange = Callable[[tuple[str, int], list[int], Any, dict[int, Any]], dict[int, Outbox]]
 
 
 @dataclass
@@ -32,6 +37,7 @@ class Outcome:
     added: list[FactKey] = field(default_factory=list)
     revived: set[FactKey] = field(default_factory=set)
     suspects: set[FactKey] = field(default_factory=set)
+    flips: dict[FactKey, int] = field(default_factory=dict)  # net +1/-1 per fact changed
     trace: list[tuple[str, int, int, float]] = field(default_factory=list)  # per round:
     # kind, regions run, messages sent, seconds
 
@@ -39,23 +45,31 @@ class Outcome:
         self.added.extend(other.added)
         self.revived |= other.revived
         self.suspects |= other.suspects
+        for key, n in other.flips.items():
+            self.flips[key] = self.flips.get(key, 0) + n
         self.trace = self.trace or other.trace  # every task ran the same rounds
 
 
-def run_rounds(exchange: Exchange, regions: int, gone: list[FactKey], new: list[FactKey],
-               part_of: Callable[..., int],
+def run_rounds(exchange: Exchange, regions: int, stages: list[Stage], gone: list[FactKey],
+               new: list[FactKey], part_of: Callable[..., int],
                shuffle: Callable[[int, list[Message]], None] | None = None) -> Outcome:
     """Run a batch whose base facts ``gone`` vanished and ``new`` appeared over ``regions``
-    regions; ``shuffle`` reorders each region's inbox (delivery order must not matter)."""
+    regions, stage by stage (``Program.stages``); ``shuffle``
+    reorders each region's inbox (delivery order must not matter). The program's first
+    stage applies the base facts; a later one starts, in every region, from what the
+    stages below changed there."""
     result = Outcome()
 
-    def round_(kind: str, targets: Iterable[int], common: Any, per_region: dict[int, Any]
-               ) -> dict[int, Outbox]:
+    def round_(kind: str, stage: int, targets: Iterable[int], common: Any,
+               per_region: dict[int, Any]) -> dict[int, Outbox]:
         t0 = time.perf_counter()
         ran = sorted(set(targets))
-        outs = exchange(kind, ran, common, per_region)
+        outs = exchange((kind, stage), ran, common, per_region)
         sent = sum(len(m) for o in outs.values() for m in o.messages.values())
         result.trace.append((kind, len(ran), sent, time.perf_counter() - t0))
+        for o in outs.values():  # a place's own outboxes are whole, others' shared only
+            for key, n in o.flips.items():
+                result.flips[key] = result.flips.get(key, 0) + n
         return outs
 
     def route(outs: dict[int, Outbox]) -> dict[int, list[Message]]:
@@ -68,31 +82,73 @@ def run_rounds(exchange: Exchange, regions: int, gone: list[FactKey], new: list[
                 shuffle(dest, inbox[dest])
         return inbox
 
+    def by_region(keys: list[FactKey]) -> dict[int, list[FactKey]]:
+        out: dict[int, list[FactKey]] = {}
+        for key in keys:
+            out.setdefault(part_of(*key), []).append(key)
+        return out
+
     everyone = range(regions)
-    inbox: dict[int, list[Message]] = {}
-    if gone:
-        here: dict[int, list[FactKey]] = {}
-        for key in gone:
-            here.setdefault(part_of(*key), []).append(key)
-        dead = gone
-        per_region: dict[int, Any] = here
-        while dead:
-            outs = round_("kill", everyone, dead, per_region)
-            dead = [h for g in sorted(outs) for h in outs[g].suspects]
-            result.suspects.update(dead)
+
+    def psn(s: int) -> None:
+        inbox: dict[int, list[Message]] = {}
+        suspects: set[FactKey] = set()
+        if s == 0:
+            dead: list[FactKey] = gone
+            per_region: dict[int, Any] = by_region(gone)
+        else:  # the first round finds, in each region, what died below; then as usual
+            outs = round_("kill", s, everyone, None, {})
+            dead = [h for g in sorted(outs) for h in (*outs[g].dead, *outs[g].suspects)]
+            suspects.update(h for o in outs.values() for h in o.suspects)
             per_region = {}
-        if result.suspects:
-            outs = round_("rederive", everyone, sorted(result.suspects, key=repr), {})
+        while dead:
+            outs = round_("kill", s, everyone, dead, per_region)
+            dead = [h for g in sorted(outs) for h in outs[g].suspects]
+            suspects.update(dead)
+            per_region = {}
+        result.suspects |= suspects
+        if suspects:
+            outs = round_("rederive", s, everyone, sorted(suspects, key=repr), {})
             inbox = route(outs)
-    seeds: dict[int, list[FactKey]] = {}
-    for key in new:
-        seeds.setdefault(part_of(*key), []).append(key)
-    while inbox or seeds:
-        targets = set(inbox) | set(seeds)
-        outs = round_("insert", targets, None,
-                      {g: (inbox.get(g, []), seeds.get(g, [])) for g in targets})
-        for o in outs.values():
-            result.revived.update(o.revived)
-            result.added.extend(o.added)
-        inbox, seeds = route(outs), {}
+        seeds = by_region(new) if s == 0 else {}
+        below = s > 0  # the first round: every region takes what appeared below it
+        while inbox or seeds or below:
+            targets = set(everyone) if below else set(inbox) | set(seeds)
+            outs = round_("insert", s, targets, below,
+                          {g: (inbox.get(g, []), seeds.get(g, [])) for g in targets})
+            for o in outs.values():
+                result.revived.update(o.revived)
+                result.added.extend(o.added)
+            inbox, seeds, below = route(outs), {}, False
+
+    def count(s: int) -> None:
+        base = {g: (by_region(gone).get(g, []), by_region(new).get(g, []))
+                for g in everyone} if s == 0 else {}
+        inbox: dict[int, list[Message]] = {}
+        first = True
+        while first or inbox:  # overdelete
+            targets = set(everyone) if first else set(inbox)
+            outs = round_("over", s, targets, first,
+                          {g: (inbox.get(g, []), base.get(g) if first else None)
+                           for g in targets})
+            inbox, first = route(outs), False
+        busy: set[int] = set()
+        first, rounds = True, 0
+        while first or inbox or busy:  # iterate to the fixpoint
+            rounds += 1
+            if rounds > MAX_ITERATIONS:
+                raise EvalError(f"relations {', '.join(sorted(stages[s].relations))} did not "
+                                f"settle after {MAX_ITERATIONS} iterations (does a cycle of "
+                                "zero or negative costs keep improving?)")
+            targets = set(everyone) if first else set(inbox) | busy
+            outs = round_("count", s, targets, first,
+                          {g: inbox.get(g, []) for g in targets})
+            busy = {g for g, o in outs.items() if o.busy}
+            inbox, first = route(outs), False
+
+    for s, stage in enumerate(stages):
+        if stage.kind == "psn":
+            psn(s)
+        else:
+            count(s)
     return result

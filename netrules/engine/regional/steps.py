@@ -1,8 +1,12 @@
-"""What a region does in one round of a resident batch: kill, rederive or insert.
+"""What a region does in one round of a positive stage of a resident batch: kill, rederive or
+insert; and the program cut into stages.
 
-A batch that deletes runs *kill* rounds until no region finds a new suspect, one *rederive*
-round, then *insert* rounds until no message is in flight; a batch that only inserts runs the
-insert rounds. Rules are localized, so every rule body sits at one node and is matched in the
+A program runs stage by stage, in stratum order: maximal runs of positive strata are one
+*PSN stage* (this module), each stratum with an aggregate or negation a *counting stage*
+(``counting.py``). In a PSN stage, a batch that deletes runs *kill* rounds until no region
+finds a new suspect, one *rederive* round, then *insert* rounds until no message is in
+flight; a batch that only inserts runs the insert rounds. A stage above another starts from
+what the stages below changed, which each region reads from its own ``flips``. Rules are localized, so every rule body sits at one node and is matched in the
 region holding that node; only heads located elsewhere travel, as messages
 ``(head, rank, support)`` to the head's region, which decides what to keep. Kill messages are
 the facts that died, sent to every region (a region cannot know who kept a support on them).
@@ -26,10 +30,10 @@ from netrules.errors import EngineError
 from netrules.lang import ast
 from netrules.plan import Plan
 
-__all__ = ["Program", "Outbox", "Message", "check_resident_plan", "kill", "rederive", "insert",
-           "settle"]
+__all__ = ["Program", "Stage", "Outbox", "Message", "check_resident_plan", "kill", "rederive",
+           "insert", "settle", "lower_changes"]
 
-Message = tuple[FactKey, int, Support]
+Message = tuple  # PSN: (head, rank, support); counting: tagged, see counting.py
 
 
 @dataclass
@@ -38,35 +42,73 @@ class Outbox:
 
     messages: dict[int, list[Message]] = field(default_factory=dict)  # by destination
     suspects: list[FactKey] = field(default_factory=list)  # found this round (kill)
+    dead: list[FactKey] = field(default_factory=list)  # lower facts gone, for every region
+    busy: bool = False  # counts moved here that the next round must look at
     added: list[FactKey] = field(default_factory=list)  # derived facts new to the views
     revived: list[FactKey] = field(default_factory=list)  # suspects that kept their place
+    flips: dict[FactKey, int] = field(default_factory=dict)  # shown +1 / hidden -1, net
+
+    def shared(self) -> Outbox:
+        """What other places need to steer the rounds: messages, suspects, dead, busy."""
+        return Outbox(messages=self.messages, suspects=self.suspects, dead=self.dead,
+                      busy=self.busy)
 
     def send(self, dest: int, msg: Message) -> None:
         self.messages.setdefault(dest, []).append(msg)
 
 
+@dataclass(frozen=True)
+class Stage:
+    """Strata maintained together: ``psn`` (positive) or ``count`` (one stratum with an
+    aggregate or negation); rules by their index in ``Program.rules``."""
+
+    kind: str
+    rules: tuple[tuple[int, ast.Rule], ...]
+    relations: frozenset[str]
+    reads: frozenset[str]  # relations below it that its bodies read, negated ones too
+
+
 def check_resident_plan(plan: Plan) -> None:
-    """Refuse what regional PSN cannot keep exactly, naming the rule."""
+    """Refuse what regional maintenance cannot keep exactly, naming the rule."""
     for s in plan.strata:
-        if s.aggregates or s.negation or s.iterated:
-            what = "an aggregate" if s.aggregates or s.iterated else "negation"
-            raise EngineError(f"views kept in Spark hold positive programs only; "
-                              f"{', '.join(sorted(s.relations))} use {what}. Keep the state on "
-                              "the driver (--state driver) for this program.")
+        if s.recursive and not s.iterated and (s.aggregates or s.negation):
+            raise EngineError(f"views kept in Spark need recursion to be positive or to run "
+                              f"through an aggregate; {', '.join(sorted(s.relations))} recurse "
+                              "beside negation. Keep the state on the driver (--state driver) "
+                              "for this program.")
     for r in plan.rules:
         atoms = r.atoms()
         if not atoms:
             raise EngineError(f"{r.loc}: a rule with no body atom has no region to run in; "
                               "write it as a fact.")
         locs = {str(a.location_term) if a.locspec is not None else None for a in atoms}
+        for lit in r.body:
+            if isinstance(lit, ast.Negation) and isinstance(lit.atom, ast.Atom):
+                a = lit.atom
+                locs.add(str(a.location_term) if a.locspec is not None else None)
         if len(locs) != 1:
             raise EngineError(f"{r.loc}: the body of {r.head.relation} is not at one node "
                               f"({', '.join(sorted(map(str, locs)))}); regional maintenance "
                               "needs localized rules.")
+        agg = r.head.aggregate()
+        if agg is not None and agg[0] == plan.locspec.get(r.head.relation):
+            raise EngineError(f"{r.loc}: {r.head.relation} aggregates its location; a group "
+                              "must sit at one node.")
+
+
+def lower_changes(state: RegionState, stage: Stage) -> tuple[Database, Database]:
+    """(gone, came): the net changes of this batch so far to facts here that ``stage``
+    reads from below; what the stage starts from."""
+    gone, came = Database(), Database()
+    reads = stage.reads
+    for key, n in state.flips.items():
+        if key[0] in reads:
+            (came if n > 0 else gone).add(*key)
+    return gone, came
 
 
 class Program:
-    """A plan as a region runs it: rules by head, the locator, K."""
+    """A plan as a region runs it: rules, stages, the locator, K."""
 
     def __init__(self, plan: Plan, part_of: Callable[[str, tuple], int], k: int) -> None:
         check_resident_plan(plan)
@@ -75,7 +117,25 @@ class Program:
         self.by_head: dict[str, list[tuple[int, ast.Rule]]] = {}
         for i, r in enumerate(self.rules):
             self.by_head.setdefault(r.head.relation, []).append((i, r))
-
+        rid = {id(r): i for i, r in enumerate(self.rules)}
+        self.stages: list[Stage] = []
+        runs: list[tuple[str, list]] = []
+        for s in plan.strata:
+            kind = "count" if (s.aggregates or s.negation or s.iterated) else "psn"
+            if kind == "psn" and runs and runs[-1][0] == "psn":
+                runs[-1][1].append(s)
+            else:
+                runs.append((kind, [s]))
+        for kind, strata in runs:
+            rules = tuple((rid[id(r)], r) for st in strata for r in st.rules)
+            rels = frozenset(x for st in strata for x in st.relations)
+            reads = frozenset(
+                (lit.atom if isinstance(lit, ast.Negation) else lit).relation
+                for _i, r in rules for lit in r.body
+                if isinstance(lit, ast.Atom | ast.Negation)) - rels
+            self.stages.append(Stage(kind, rules, rels, reads))
+        if not self.stages:  # facts only: a stage with no rules still applies them
+            self.stages.append(Stage("psn", (), frozenset(), frozenset()))
 
 def _rank_of(state: RegionState, body: tuple[FactKey, ...]) -> int:
     rank = state.rank
@@ -94,22 +154,28 @@ def settle(state: RegionState, batch: int) -> list[FactKey]:
     return gone
 
 
-def kill(state: RegionState, prog: Program, dead: list[FactKey], gone_here: list[FactKey]
-         ) -> Outbox:
-    """Drop base facts deleted here, then every kept support that used a dead fact; a local
-    fact left with none is suspect and kills in turn, inside the region until nothing more
-    dies. The new suspects go to every region in the next round."""
+def kill(state: RegionState, prog: Program, stage: Stage, dead: list[FactKey] | None,
+         gone_here: list[FactKey]) -> Outbox:
+    """Drop base facts deleted here, then every kept support of the stage's facts that used a
+    dead fact; a local fact left with none is suspect and kills in turn, inside the region
+    until nothing more dies. The new suspects go to every region in the next round.
+    ``dead`` None: the stage's first round above another, whose dead are the facts below
+    that this region lost (``lower_changes``), sent on to every region as well."""
     out = Outbox()
     for key in gone_here:
         state.remove(key)
+    if dead is None:
+        gone, _came = lower_changes(state, stage)
+        dead = out.dead = [(rel, row) for rel, rows in gone.rel.items() for row in rows]
     queue = list(dead)
+    mine = stage.relations
     while queue:
         x = queue.pop()
         users = state.used_by.get(x)
         if not users:
             continue
         for h in list(users):
-            if state.without(h, x) and h not in state.susp:
+            if h[0] in mine and state.without(h, x) and h not in state.susp:
                 state.suspect(h, True)
                 out.suspects.append(h)
                 queue.append(h)
@@ -130,23 +196,29 @@ def rederive(state: RegionState, prog: Program, suspects: list[FactKey]) -> Outb
     return out
 
 
-def insert(state: RegionState, prog: Program, inbox: list[Message], seeds: list[FactKey]
-           ) -> Outbox:
-    """Take in derivations sent here and base facts inserted here, then run the rules
-    semi-naively inside the region; heads located elsewhere go out as messages."""
+def insert(state: RegionState, prog: Program, stage: Stage, inbox: list[Message],
+           seeds: list[FactKey], below: bool = False) -> Outbox:
+    """Take in derivations sent here and base facts inserted here (with ``below``, the
+    stage's first round above another: also the facts below that appeared here), then run
+    the stage's rules semi-naively inside the region; heads located elsewhere go out as
+    messages."""
     out = Outbox()
     delta = Database()
     for key in seeds:
         if key not in state.db:
             state.add(key)
             delta.add(*key)
+    if below:
+        for rel, rows in lower_changes(state, stage)[1].rel.items():
+            for row in rows:
+                delta.add(rel, row)
     _accept(state, inbox, delta, out)
     me, part_of = state.region, prog.part_of
     while any(delta.rel.values()):
         cur = Patched(state.db, hide=(state.susp,))
         local: list[Message] = []
         sent: set[tuple[FactKey, Support]] = set()
-        for rid, rule in enumerate(prog.rules):
+        for rid, rule in stage.rules:
             atoms = rule.atoms()
             head_rel = rule.head.relation
             for i, atom in enumerate(atoms):

@@ -143,7 +143,7 @@ def _round_fn(eid: str, shipped: Any, payload: Any, min_log: int, reuse: bool,
 
     def run(records: Iterator[Record]) -> Iterator[tuple[str, Any]]:
         for rec in records:
-            kind, batch, targets, common, per_region = payload.value
+            step, batch, targets, common, per_region = payload.value
             g = rec[0]
             if g not in targets:
                 yield ("s", rec)
@@ -151,7 +151,7 @@ def _round_fn(eid: str, shipped: Any, payload: Any, min_log: int, reuse: bool,
             prog = _program(eid, shipped)
             state = _open(eid, rec, reuse, decodes)
             mine = per_region.get(g)
-            out = run_step(state, prog, kind, batch, common.value,
+            out = run_step(state, prog, step, batch, common.value,
                            None if mine is None else mine.value)
             yield ("s", _finish(eid, rec, state, min_log))
             yield ("o", (g, pickle.dumps(out, 5)))
@@ -183,17 +183,16 @@ def _gang_fn(eid: str, shipped: Any, payload: Any, ticket: Ticket, min_log: int,
         recs = {g: rec for rs, _h in tables for g, rec in rs.items() if owner[g] == me}
         opened: dict[int, RegionState] = {}
 
-        def exchange(kind: str, targets: list[int], common: Any, per_region: dict[int, Any]
-                     ) -> dict[int, Outbox]:
+        def exchange(step: tuple[str, int], targets: list[int], common: Any,
+                     per_region: dict[int, Any]) -> dict[int, Outbox]:
             ran = {}
             for g in targets:
                 if g in recs:
                     if g not in opened:
                         opened[g] = _open(eid, recs[g], reuse, decodes)
-                    ran[g] = run_step(opened[g], prog, kind, number, common, per_region.get(g))
+                    ran[g] = run_step(opened[g], prog, step, number, common, per_region.get(g))
             # others need only what steers the loop and what is addressed to them
-            shared = {g: Outbox(messages=o.messages, suspects=o.suspects)
-                      for g, o in ran.items()}
+            shared = {g: o.shared() for g, o in ran.items()}
             outs = dict(ran)
             for blob in link.swap(pickle.dumps(shared, 5)):
                 outs.update(pickle.loads(blob))
@@ -202,7 +201,8 @@ def _gang_fn(eid: str, shipped: Any, payload: Any, ticket: Ticket, min_log: int,
         rng = None if seed is None else random.Random(seed + ctx.partitionId())
         shuffle = None if rng is None else (lambda _dest, msgs: rng.shuffle(msgs))
         try:
-            outcome = run_rounds(exchange, regions, gone, new, prog.part_of, shuffle)
+            outcome = run_rounds(exchange, regions, prog.stages, gone, new, prog.part_of,
+                                 shuffle)
         except BaseException as err:
             link.close(err)
             raise
@@ -394,12 +394,12 @@ class SparkRegions:
     def batch(self, number: int, gone: list[FactKey], new: list[FactKey],
               rng: random.Random | None) -> Outcome:
         if not self.gang:
-            def exchange(kind: str, targets: list[int], common: Any,
+            def exchange(step: tuple[str, int], targets: list[int], common: Any,
                          per_region: dict[int, Any]) -> dict[int, Outbox]:
-                return self.run(kind, number, targets, common, per_region)
+                return self.run(step, number, targets, common, per_region)
 
-            return run_rounds(exchange, self.parts, gone, new, self.prog.part_of,
-                              shuffler(rng))
+            return run_rounds(exchange, self.parts, self.prog.stages, gone, new,
+                              self.prog.part_of, shuffler(rng))
         seed = None if rng is None else rng.getrandbits(48)
         assert self.relay is not None
         ticket = self.relay.ticket(self.tasks)
@@ -433,14 +433,14 @@ class SparkRegions:
         self.rdd = nxt.filter(lambda r: r[0] == "s").map(lambda r: r[1])
         return outs
 
-    def run(self, kind: str, batch: int, targets: Iterable[int], common: Any,
+    def run(self, step: tuple[str, int], batch: int, targets: Iterable[int], common: Any,
             per_region: dict[int, Any]) -> dict[int, Outbox]:
         """One round as one job (round mode)."""
         # one broadcast for what every region reads, one per region for its own messages: a
         # task loads only the broadcasts it reads
         shared = self.sc.broadcast(common)
         own = {g: self.sc.broadcast(v) for g, v in per_region.items()}
-        payload = self.sc.broadcast((kind, batch, frozenset(targets), shared, own))
+        payload = self.sc.broadcast((step, batch, frozenset(targets), shared, own))
         fn = _round_fn(self.eid, self._shipped, payload, self.min_log, self.reuse,
                        self.decodes)
         try:
@@ -465,7 +465,7 @@ class SparkRegions:
 
 
 class ResidentEngine(RegionalEngine):
-    """A positive program's views kept in Spark by regional PSN (``--state spark``)."""
+    """A program's views kept in Spark, region by region (``--state spark``)."""
 
     def __init__(self, plan: Plan, facts: Iterable[Fact] = (), *,
                  spark: SparkSession | None = None, parts: int = 4, k: int = 2,

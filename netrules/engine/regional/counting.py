@@ -1,0 +1,212 @@
+"""What a region does in one round of a counting stage: a stratum with an aggregate or
+negation, recursive through its aggregate (best routes) or not.
+
+The stage means the fixpoint of applying all its rules at once, over and over
+(``engine/iterated.py``), and is maintained the same way, cut at region boundaries. Each
+counted fact located here has a derivation count (rule instances whose body holds now) and
+each aggregate group located here its values, so ``T(S)`` is known wherever it lands: a fact
+is in ``T(S)`` when its count is positive. A round takes in the count and group moves sent
+to the region, compares ``T(S)`` with ``S`` where counts moved, makes ``S`` the new iterate
+and sends the moves its change causes: rule bodies sit at one node, so a changed fact is
+joined where it is held, and only heads located elsewhere travel. Counting is exact here
+because every round applies the rules to the previous iterate: no derivation leans on
+itself.
+
+A batch first *overdeletes*: every fact of the old fixpoint with a derivation that leaned,
+directly or through other such facts, on a lost fact below (or on one newly true under
+``not``) leaves the first iterate, as ``iterated.maintain_iterated`` does, so a withdrawn
+route is rebuilt rather than hunted along ever longer detours.
+
+Messages: ``("c", head, n)`` moves a count, ``("g", rid, group, value, sign)`` a group's
+values, ``("o", head)`` / ``("O", rid, group)`` overdelete a fact or a group's row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from netrules.engine.aggregates import AggIndex
+from netrules.engine.firing import FactKey, changed_bindings, changed_heads, distinct_bindings
+from netrules.engine.reference import Database, head_fact
+from netrules.engine.regional.state import RegionState
+from netrules.engine.regional.steps import Outbox, Program, Stage, lower_changes
+from netrules.engine.views import Minus, Patched, Union
+from netrules.lang import ast
+
+__all__ = ["overdelete", "count"]
+
+# a stateless index per aggregate rule, for the (group, value) a binding gives
+_KEYS: dict[int, AggIndex] = {}
+
+
+def _pair(rule: ast.Rule, b: Any) -> tuple[tuple, Any]:
+    ix = _KEYS.get(id(rule))
+    if ix is None or ix.rule is not rule:
+        ix = _KEYS[id(rule)] = AggIndex(rule)
+    return ix.pair_of(b)
+
+
+def _group_part(prog: Program, rule: ast.Rule, group: tuple) -> int:
+    """The region of a group's row (its location is among the group's values)."""
+    pos = rule.head.aggregate()[0]  # type: ignore[index]
+    row = list(group)
+    row.insert(pos, None)
+    return prog.part_of(rule.head.relation, tuple(row))
+
+
+def _reads(state: RegionState, stage: Stage) -> tuple[Any, Any, Database, Database]:
+    """(old, new, gone, came): what the stage's bodies read before the batch and now, and
+    the net change below between them."""
+    gone, came = lower_changes(state, stage)
+    new = Patched(state.db, hide=(state.susp,))
+    return Union(Minus(new, came), gone), new, gone, came
+
+
+def overdelete(state: RegionState, prog: Program, stage: Stage, first: bool,
+               mine: Any) -> Outbox:
+    """One overdeletion round: the first starts from the changes below (applying base
+    facts when this is the program's first stage); later ones from what was sent here."""
+    out = Outbox()
+    inbox, base = mine or ([], None)
+    if base is not None:
+        gone_here, new_here = base
+        for key in gone_here:
+            state.remove(key)
+        for key in new_here:
+            state.add(key)
+    old, _new, gone, came = _reads(state, stage)
+    pos, neg = (gone, came) if first else (Database(), Database())
+    for msg in inbox:
+        key = msg[1] if msg[0] == "o" else _group_row(state, msg[1], msg[2])
+        if key is not None and _newly_over(state, key):
+            pos.add(*key)
+    me = state.region
+    while any(pos.rel.values()) or any(neg.rel.values()):
+        newly = Database()
+        for rid, rule in stage.rules:
+            rel = rule.head.relation
+            if rule.head.aggregate():
+                groups = {_pair(rule, b)[0] for b in changed_bindings(rule, pos, neg, old, old)}
+                for group in groups:
+                    dest = _group_part(prog, rule, group)
+                    if dest != me:
+                        out.send(dest, ("O", rid, group))
+                    else:
+                        key = _group_row(state, rid, group)
+                        if key is not None and _newly_over(state, key):
+                            newly.add(*key)
+            else:
+                for row in set(changed_heads(rule, pos, neg, old, old)):
+                    key = (rel, row)
+                    dest = prog.part_of(rel, row)
+                    if dest != me:
+                        out.send(dest, ("o", key))
+                    elif _newly_over(state, key):
+                        newly.add(*key)
+        pos, neg = newly, Database()
+    return out
+
+
+def _group_row(state: RegionState, rid: int, group: tuple) -> FactKey | None:
+    ix = state.aggs.get(rid)
+    row = None if ix is None else ix.row(group)
+    return None if row is None else (ix.rule.head.relation, row)  # type: ignore[union-attr]
+
+
+def _newly_over(state: RegionState, key: FactKey) -> bool:
+    if key in state.over or not state.shown(key):
+        return False
+    state.mark_over(key)
+    return True
+
+
+def count(state: RegionState, prog: Program, stage: Stage, first: bool,
+          inbox: list[tuple]) -> Outbox:
+    """One iteration: take in count and group moves, make ``S`` the new iterate where
+    counts moved (the first round also drops the overdeleted facts and starts from the
+    changes below), and send the moves that causes."""
+    out = Outbox()
+    _take(state, stage, prog, inbox)
+    d_in, a_in = Database(), Database()
+    if first:
+        _old, _new, gone, came = _reads(state, stage)
+        for src, dst in ((gone, d_in), (came, a_in)):
+            for rel, rows in src.rel.items():
+                for row in rows:
+                    dst.add(rel, row)
+        for key in sorted(state.take_over(), key=repr):
+            state.remove(key)
+            d_in.add(*key)
+            state.bump(key, 0)  # back next round if T(S) still holds it
+    for key in sorted(state.take_touched(), key=repr):
+        want, held = state.cnt.get(key, 0) > 0, state.shown(key)
+        if want and not held:
+            state.add(key)
+            a_in.add(*key)
+        elif held and not want:
+            state.remove(key)
+            d_in.add(*key)
+    if any(d_in.rel.values()) or any(a_in.rel.values()):
+        _fire(state, prog, stage, d_in, a_in, out)
+    out.busy = bool(state.touched)
+    return out
+
+
+def _take(state: RegionState, stage: Stage, prog: Program, inbox: list[tuple]) -> None:
+    """Apply count and group moves sent here (group moves per rule, as one move each)."""
+    moves: dict[int, tuple[list, list]] = {}
+    for msg in inbox:
+        if msg[0] == "c":
+            state.bump(msg[1], msg[2])
+        else:
+            _tag, rid, group, value, sign = msg
+            moves.setdefault(rid, ([], []))[sign > 0].append((group, value))
+    for rid in sorted(moves):
+        _move(state, prog, rid, *moves[rid])
+
+
+def _move(state: RegionState, prog: Program, rid: int, removed: list, added: list) -> None:
+    rule = prog.rules[rid]
+    state.new_groups(rid, rule)
+    went, came = state.move_groups(rid, removed, added)
+    rel = rule.head.relation
+    for row in went:
+        state.bump((rel, row), -1)
+    for row in came:
+        state.bump((rel, row), 1)
+
+
+def _fire(state: RegionState, prog: Program, stage: Stage, d_in: Database, a_in: Database,
+          out: Outbox) -> None:
+    """Count moves of the stage's rule instances that stopped holding (over the reads
+    before this round's change) and started (over the reads after it)."""
+    new = Patched(state.db, hide=(state.susp,))
+    old = Union(Minus(new, a_in), d_in)
+    me = state.region
+    counts: dict[FactKey, int] = {}
+    local: dict[int, tuple[list, list]] = {}
+    for rid, rule in stage.rules:
+        rel = rule.head.relation
+        is_agg = rule.head.aggregate() is not None
+        for sign, pos, neg, read in ((-1, d_in, a_in, old), (1, a_in, d_in, new)):
+            for b in distinct_bindings(changed_bindings(rule, pos, neg, read, read)):
+                if is_agg:
+                    group, value = _pair(rule, b)
+                    dest = _group_part(prog, rule, group)
+                    if dest == me:
+                        local.setdefault(rid, ([], []))[sign > 0].append((group, value))
+                    else:
+                        out.send(dest, ("g", rid, group, value, sign))
+                else:
+                    key = (rel, head_fact(rule, b))
+                    counts[key] = counts.get(key, 0) + sign
+    for key, n in counts.items():
+        if not n:
+            continue
+        dest = prog.part_of(*key)
+        if dest == me:
+            state.bump(key, n)
+        else:
+            out.send(dest, ("c", key, n))
+    for rid in sorted(local):
+        _move(state, prog, rid, *local[rid])
