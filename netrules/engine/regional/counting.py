@@ -134,11 +134,11 @@ def count(state: RegionState, prog: Program, stage: Stage, first: bool,
             for rel, rows in src.rel.items():
                 for row in rows:
                     dst.add(rel, row)
-        for key in sorted(state.take_over(), key=repr):
+        for key in state.take_over():
             state.remove(key)
             d_in.add(*key)
             state.bump(key, 0)  # back next round if T(S) still holds it
-    for key in sorted(state.take_touched(), key=repr):
+    for key in state.take_touched():
         want, held = state.cnt.get(key, 0) > 0, state.shown(key)
         if want and not held:
             state.add(key)
