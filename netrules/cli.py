@@ -119,7 +119,7 @@ def _check_relations(plan: Plan, facts: list[Fact], where: str) -> None:
 @click.option("--state", "state_at", type=click.Choice(["driver", "spark"]), default="driver",
               show_default=True,
               help="Spark engine: keep the maintained state on the driver (fastest while it "
-                   "fits) or in Spark executors, region by region (positive programs).")
+                   "fits) or in Spark executors, region by region.")
 @click.option("--shuffle", type=int, default=None,
               help="Deliver each batch's updates in a random order from this seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print views as JSON.")
