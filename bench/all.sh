@@ -20,3 +20,6 @@ python bench/capture_memory.py --size-mb 1024
 # views kept in Spark (--state spark), americas reachability (about 6 minutes)
 python bench/resident.py --topology topohub:backbone/americas --events 5 \
   --out bench/out/resident_americas.json --doc
+# views kept in Spark, best routes (recursion through a_MIN), TataNld (about 5 minutes)
+python bench/resident.py --topology topohub:topozoo/TataNld --program best_routes --events 5 \
+  --out bench/out/resident_best_routes_tatanld.json --doc
