@@ -30,9 +30,10 @@ quarter of the snapshot's (``COMPACT_SHARE``) or 16 MB (``MAX_LOG``: every round
 log), keeping the last chunks, up to 1 MB, for workers that fell behind. Carrying snapshot
 bytes, or a load's whole log, in the records cost americas 8-10 s a round, messages or not.
 
-Costs: one Spark job per batch (gang) or per round (job); a batch that deletes runs kill
-rounds until no new suspect, one rederive round, then insert rounds until no message is in
-flight; an insert-only batch only the insert rounds. ``docs/engine.md`` quotes measured
+Costs: one Spark job per batch (gang) or per round (job). The rounds are those of
+``regional/rounds.py``: per positive stage, kill rounds until no new suspect, a rederive
+round and insert rounds; per counting stage (aggregates, negation), overdeletion rounds and
+one round per iteration until no count moves. ``docs/engine.md`` quotes measured
 figures.
 """
 
