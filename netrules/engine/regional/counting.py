@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from netrules.engine.aggregates import AggIndex
 from netrules.engine.firing import FactKey, changed_bindings, changed_heads, distinct_bindings
 from netrules.engine.reference import Database, head_fact
 from netrules.engine.regional.state import RegionState
@@ -34,17 +33,6 @@ from netrules.engine.views import Minus, Patched, Union
 from netrules.lang import ast
 
 __all__ = ["overdelete", "count"]
-
-# a stateless index per aggregate rule, for the (group, value) a binding gives
-_KEYS: dict[int, AggIndex] = {}
-
-
-def _pair(rule: ast.Rule, b: Any) -> tuple[tuple, Any]:
-    ix = _KEYS.get(id(rule))
-    if ix is None or ix.rule is not rule:
-        ix = _KEYS[id(rule)] = AggIndex(rule)
-    return ix.pair_of(b)
-
 
 def _group_part(prog: Program, rule: ast.Rule, group: tuple) -> int:
     """The region of a group's row (its location is among the group's values)."""
@@ -86,7 +74,8 @@ def overdelete(state: RegionState, prog: Program, stage: Stage, first: bool,
         for rid, rule in stage.rules:
             rel = rule.head.relation
             if rule.head.aggregate():
-                groups = {_pair(rule, b)[0] for b in changed_bindings(rule, pos, neg, old, old)}
+                pair_of = prog.pair_of[rid]
+                groups = {pair_of(b)[0] for b in changed_bindings(rule, pos, neg, old, old)}
                 for group in groups:
                     dest = _group_part(prog, rule, group)
                     if dest != me:
@@ -129,11 +118,7 @@ def count(state: RegionState, prog: Program, stage: Stage, first: bool,
     _take(state, stage, prog, inbox)
     d_in, a_in = Database(), Database()
     if first:
-        _old, _new, gone, came = _reads(state, stage)
-        for src, dst in ((gone, d_in), (came, a_in)):
-            for rel, rows in src.rel.items():
-                for row in rows:
-                    dst.add(rel, row)
+        d_in, a_in = lower_changes(state, stage)  # fresh databases: the round adds to them
         for key in state.take_over():
             state.remove(key)
             d_in.add(*key)
@@ -191,7 +176,7 @@ def _fire(state: RegionState, prog: Program, stage: Stage, d_in: Database, a_in:
         for sign, pos, neg, read in ((-1, d_in, a_in, old), (1, a_in, d_in, new)):
             for b in distinct_bindings(changed_bindings(rule, pos, neg, read, read)):
                 if is_agg:
-                    group, value = _pair(rule, b)
+                    group, value = prog.pair_of[rid](b)
                     dest = _group_part(prog, rule, group)
                     if dest == me:
                         local.setdefault(rid, ([], []))[sign > 0].append((group, value))

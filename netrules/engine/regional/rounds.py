@@ -32,9 +32,8 @@ Exchange = Callable[[tuple[str, int], list[int], Any, dict[int, Any]], dict[int,
 @dataclass
 class Outcome:
     """What a batch changed, as the regions that ran it saw it. Outcomes of the tasks of a
-    gang job merge: each reports its own regions' additions and revivals."""
+    gang job merge: each reports its own regions' flips and revivals."""
 
-    added: list[FactKey] = field(default_factory=list)
     revived: set[FactKey] = field(default_factory=set)
     suspects: set[FactKey] = field(default_factory=set)
     flips: dict[FactKey, int] = field(default_factory=dict)  # net +1/-1 per fact changed
@@ -42,7 +41,6 @@ class Outcome:
     # kind, regions run, messages sent, seconds
 
     def merge(self, other: Outcome) -> None:
-        self.added.extend(other.added)
         self.revived |= other.revived
         self.suspects |= other.suspects
         for key, n in other.flips.items():
@@ -118,7 +116,6 @@ def run_rounds(exchange: Exchange, regions: int, stages: list[Stage], gone: list
                           {g: (inbox.get(g, []), seeds.get(g, [])) for g in targets})
             for o in outs.values():
                 result.revived.update(o.revived)
-                result.added.extend(o.added)
             inbox, seeds, below = route(outs), {}, False
 
     def count(s: int) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from netrules.engine.aggregates import AggIndex
 from netrules.engine.firing import FactKey, body_keys
 from netrules.engine.joins import fire_rows, rows_for
 from netrules.engine.reference import Database
@@ -44,7 +45,6 @@ class Outbox:
     suspects: list[FactKey] = field(default_factory=list)  # found this round (kill)
     dead: list[FactKey] = field(default_factory=list)  # lower facts gone, for every region
     busy: bool = False  # counts moved here that the next round must look at
-    added: list[FactKey] = field(default_factory=list)  # derived facts new to the views
     revived: list[FactKey] = field(default_factory=list)  # suspects that kept their place
     flips: dict[FactKey, int] = field(default_factory=dict)  # shown +1 / hidden -1, net
 
@@ -117,6 +117,9 @@ class Program:
         self.by_head: dict[str, list[tuple[int, ast.Rule]]] = {}
         for i, r in enumerate(self.rules):
             self.by_head.setdefault(r.head.relation, []).append((i, r))
+        # per aggregate rule, what a body binding contributes: (group, value)
+        self.pair_of = {i: AggIndex(r).pair_of for i, r in enumerate(self.rules)
+                        if r.head.aggregate()}
         rid = {id(r): i for i, r in enumerate(self.rules)}
         self.stages: list[Stage] = []
         runs: list[tuple[str, list]] = []
@@ -280,7 +283,6 @@ def _accept(state: RegionState, msgs: list[Message], delta: Database, out: Outbo
             out.revived.append(h)
         else:
             state.add(h)
-            out.added.append(h)
         state.set_rank(h, top)
         state.set_supports(h, best)
         delta.add(*h)
