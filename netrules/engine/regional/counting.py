@@ -34,6 +34,7 @@ from netrules.lang import ast
 
 __all__ = ["overdelete", "count"]
 
+
 def _group_part(prog: Program, rule: ast.Rule, group: tuple) -> int:
     """The region of a group's row (its location is among the group's values)."""
     pos = rule.head.aggregate()[0]  # type: ignore[index]
@@ -115,7 +116,7 @@ def count(state: RegionState, prog: Program, stage: Stage, first: bool,
     counts moved (the first round also drops the overdeleted facts and starts from the
     changes below), and send the moves that causes."""
     out = Outbox()
-    _take(state, stage, prog, inbox)
+    _take(state, prog, inbox)
     d_in, a_in = Database(), Database()
     if first:
         d_in, a_in = lower_changes(state, stage)  # fresh databases: the round adds to them
@@ -137,7 +138,7 @@ def count(state: RegionState, prog: Program, stage: Stage, first: bool,
     return out
 
 
-def _take(state: RegionState, stage: Stage, prog: Program, inbox: list[tuple]) -> None:
+def _take(state: RegionState, prog: Program, inbox: list[tuple]) -> None:
     """Apply count and group moves sent here (group moves per rule, as one move each)."""
     moves: dict[int, tuple[list, list]] = {}
     for msg in inbox:
