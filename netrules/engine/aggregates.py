@@ -116,6 +116,18 @@ class AggIndex:
                 g.stale = False
         return touched
 
+    def leans_on(self, key: tuple, value: Value) -> bool:
+        """Whether the group's row may change when a binding giving ``value`` goes: always
+        for a count or a sum; for a minimum or maximum only when ``value`` is the extreme
+        (the others can go without moving it). Overdeletion asks this, so a lost route
+        that was not a group's best does not take the best route down with it."""
+        g = self.groups.get(key)
+        if g is None:
+            return False
+        if self.agg.func in ("MIN", "MAX"):
+            return g.extreme == value
+        return True
+
     def key_of(self, b: Binding) -> tuple:
         """The group a body binding belongs to."""
         return self._key_value(b)[0]

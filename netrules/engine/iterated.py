@@ -128,9 +128,9 @@ def _iterate(stratum: Stratum, lower_old: Any, lower_new: Any, cur: _Current,
              d_in: Database, a_in: Database, *, from_nothing: bool,
              fixed: Database | None = None,
              keep: Callable[[FactKey], bool] | None = None, aggs: Aggs | None = None,
-             prev_stratum: Any = None) -> int:
+             prev_stratum: Any = None) -> tuple[int, Aggs]:
     """Iterate ``S := T(lower_new, S ∪ fixed)`` from ``cur`` until it repeats; returns
-    iterations. ``fixed`` holds stratum facts given from outside (a Spark region's facts
+    iterations and the aggregate indexes, now over the fixpoint. ``fixed`` holds stratum facts given from outside (a Spark region's facts
     derived in other regions), read like the stratum's own; ``keep`` limits S to the facts
     a region may read (those located in it). ``prev_stratum``: the stratum part of the
     previous step's input when it is not ``cur`` less the changes ``d_in``/``a_in`` (the
@@ -164,7 +164,7 @@ def _iterate(stratum: Stratum, lower_old: Any, lower_new: Any, cur: _Current,
         if keep is not None:
             come = {k for k in come if keep(k)}
         if not gone and not come:
-            return iteration
+            return iteration, aggs or {}
         last_gone, last_new = Database(), Database()
         for key in gone:
             last_gone.add(*key)
@@ -186,10 +186,17 @@ def iterate_from_nothing(stratum: Stratum, lower: Any, fixed: Database | None = 
     """The stratum's facts over ``lower`` (plus ``fixed``, always read; only those ``keep``
     accepts are kept): the naive iteration's answer, computed from the changes between
     iterations."""
+    facts, iterations, _aggs = _from_nothing(stratum, lower, fixed, keep)
+    return facts, iterations
+
+
+def _from_nothing(stratum: Stratum, lower: Any, fixed: Database | None = None,
+                  keep: Callable[[FactKey], bool] | None = None
+                  ) -> tuple[Database, int, Aggs]:
     cur = _Current(Database())
-    iterations = _iterate(stratum, lower, lower, cur, Database(), Database(),
-                          from_nothing=True, fixed=fixed, keep=keep)
-    return cur.new, iterations
+    iterations, aggs = _iterate(stratum, lower, lower, cur, Database(), Database(),
+                                from_nothing=True, fixed=fixed, keep=keep)
+    return cur.new, iterations, aggs
 
 
 def apply_once(stratum: Stratum, lower: Any, facts: Any, aggs: Aggs | None = None
@@ -210,10 +217,18 @@ def apply_once(stratum: Stratum, lower: Any, facts: Any, aggs: Aggs | None = Non
     return out
 
 
-def evaluate_iterated(stratum: Stratum, db: Database) -> int:
+def _slot(stratum: Stratum) -> str:
+    return f"iterated_aggregates:{min(stratum.relations)}"
+
+
+def evaluate_iterated(stratum: Stratum, db: Database, cache: dict | None = None) -> int:
     """Add the stratum's facts to ``db`` (which holds every lower stratum). Returns
-    iterations."""
-    facts, iterations = iterate_from_nothing(stratum, db)
+    iterations. ``cache`` (a strategy's ``state.extra``) receives the aggregate indexes
+    the iteration ended with, so the first batch need not rebuild them (over a million
+    routes, that rebuild cost a minute)."""
+    facts, iterations, aggs = _from_nothing(stratum, db)
+    if cache is not None:
+        cache[_slot(stratum)] = aggs
     for rel, rows in facts.rel.items():
         for row in rows:
             db.add(rel, row)
@@ -224,7 +239,9 @@ def _overdelete(stratum: Stratum, old: Any, d_in: Database, a_in: Database, aggs
                 ) -> Database:
     """Every stratum fact of the old fixpoint with a derivation that leaned, directly or
     through other such facts, on a lost lower fact (or on one newly true under ``not``);
-    an aggregate row goes when any binding of its group does. Starting the iteration
+    an aggregate row goes when a binding it may rest on does (``AggIndex.leans_on``: any
+    binding of a count or sum, one giving the extreme of a min or max, so a lost detour
+    does not pull down every best route beside it). Starting the iteration
     without them means no stale route is ever extended: a withdrawn route is not hunted
     along ever longer detours (BGP's path exploration), it is simply rebuilt."""
     over = Database()
@@ -235,7 +252,8 @@ def _overdelete(stratum: Stratum, old: Any, d_in: Database, a_in: Database, aggs
             rel = rule.head.relation
             if rule.head.aggregate():
                 ix = aggs[id(rule)]
-                rows = {ix.row(ix.key_of(b)) for b in _fired(rule, pos, neg, old)}
+                pairs = {ix.pair_of(b) for b in _fired(rule, pos, neg, old)}
+                rows = {ix.row(k) for k, v in pairs if ix.leans_on(k, v)}
             else:
                 rows = set(changed_heads(rule, pos, neg, old, old))
             for row in rows:
@@ -264,7 +282,7 @@ def maintain_iterated(stratum: Stratum, I: Database, D: Database, A: Database,
     if not any(d_in.rel.values()) and not any(a_in.rel.values()):
         return 0
     store = cache if cache is not None else {}
-    slot = f"iterated_aggregates:{min(stratum.relations)}"
+    slot = _slot(stratum)
     aggs = store.pop(slot, None)  # popped: a failed batch must not leave a half-moved index
     if aggs is None:
         aggs = new_aggregates(stratum, Overlay(I, I, stratum.relations))
@@ -301,7 +319,7 @@ def maintain_iterated(stratum: Stratum, I: Database, D: Database, A: Database,
                     a_in.add(rel, row)
         iterations = 1
     iterations += _iterate(stratum, I, lower_new, cur, d_in, a_in, from_nothing=False,
-                           aggs=aggs, prev_stratum=Minus(I, over) if iterations else None)
+                           aggs=aggs, prev_stratum=Minus(I, over) if iterations else None)[0]
     store[slot] = aggs
     for rel, rows in cur.gone.rel.items():
         for row in rows:

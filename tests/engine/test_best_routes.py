@@ -96,3 +96,34 @@ def test_best_routes_on_the_spark_engine(spark) -> None:
         assert {r: set(v) for r, v in engine.views().items()} == \
             {r: set(want.get(r, [])) for r in engine.views()}
     assert engine.audit() == []
+
+
+def test_a_lost_detour_does_not_overdelete_the_best_route() -> None:
+    """Overdeletion drops a min group's row only when a binding giving its minimum goes:
+    losing a's direct 5-cost link to c leaves a's best route to c (a-b-c, cost 2) standing,
+    so it is not rebuilt; losing b-c takes it down."""
+    from netrules.engine.iterated import _overdelete, new_aggregates
+    from netrules.engine.reference import Database, Overlay
+
+    links = [Fact("link", x) for x in [("a", "b", 1), ("b", "c", 1), ("a", "c", 5),
+                                       ("c", "a", 5), ("b", "a", 1), ("c", "b", 1)]]
+    views = evaluate_program(PLAN, links)
+    db = Database()
+    for facts in views.values():
+        for f in facts:
+            db.add(f.relation, f.args)
+    stratum = next(s for s in PLAN.strata if "bestCost" in s.relations)
+    old = Overlay(db, db, stratum.relations)
+
+    def over_after_losing(link: tuple) -> set:
+        lost = Database()
+        lost.add("link", link)
+        aggs = new_aggregates(stratum, old)
+        over = _overdelete(stratum, old, lost, Database(), aggs)
+        return {(rel, row[:2]) for rel, rows in over.rel.items() for row in rows}
+
+    detour = over_after_losing(("a", "c", 5))
+    assert ("route", ("a", "c")) in detour  # the lost route itself
+    assert ("bestCost", ("a", "c")) not in detour and ("bestPath", ("a", "c")) not in detour
+    best = over_after_losing(("b", "c", 1))
+    assert {("bestCost", ("a", "c")), ("bestPath", ("a", "c"))} <= best

@@ -18,7 +18,8 @@ directly or through other such facts, on a lost fact below (or on one newly true
 route is rebuilt rather than hunted along ever longer detours.
 
 Messages: ``("c", head, n)`` moves a count, ``("g", rid, group, value, sign)`` a group's
-values, ``("o", head)`` / ``("O", rid, group)`` overdelete a fact or a group's row.
+values, ``("o", head)`` / ``("O", rid, group, value)`` overdelete a fact or a group's row (the
+row goes only when a binding giving ``value`` may hold it up: ``AggIndex.leans_on``).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def overdelete(state: RegionState, prog: Program, stage: Stage, first: bool,
     old, _new, gone, came = _reads(state, stage)
     pos, neg = (gone, came) if first else (Database(), Database())
     for msg in inbox:
-        key = msg[1] if msg[0] == "o" else _group_row(state, msg[1], msg[2])
+        key = msg[1] if msg[0] == "o" else _group_row(state, msg[1], msg[2], msg[3])
         if key is not None and _newly_over(state, key):
             pos.add(*key)
     me = state.region
@@ -76,13 +77,13 @@ def overdelete(state: RegionState, prog: Program, stage: Stage, first: bool,
             rel = rule.head.relation
             if rule.head.aggregate():
                 pair_of = prog.pair_of[rid]
-                groups = {pair_of(b)[0] for b in changed_bindings(rule, pos, neg, old, old)}
-                for group in groups:
+                pairs = {pair_of(b) for b in changed_bindings(rule, pos, neg, old, old)}
+                for group, value in pairs:
                     dest = _group_part(prog, rule, group)
                     if dest != me:
-                        out.send(dest, ("O", rid, group))
+                        out.send(dest, ("O", rid, group, value))
                     else:
-                        key = _group_row(state, rid, group)
+                        key = _group_row(state, rid, group, value)
                         if key is not None and _newly_over(state, key):
                             newly.add(*key)
             else:
@@ -97,10 +98,13 @@ def overdelete(state: RegionState, prog: Program, stage: Stage, first: bool,
     return out
 
 
-def _group_row(state: RegionState, rid: int, group: tuple) -> FactKey | None:
+def _group_row(state: RegionState, rid: int, group: tuple, value: Any) -> FactKey | None:
+    """The group's row, when losing a binding that gives ``value`` may move it."""
     ix = state.aggs.get(rid)
-    row = None if ix is None else ix.row(group)
-    return None if row is None else (ix.rule.head.relation, row)  # type: ignore[union-attr]
+    if ix is None or not ix.leans_on(group, value):
+        return None
+    row = ix.row(group)
+    return None if row is None else (ix.rule.head.relation, row)
 
 
 def _newly_over(state: RegionState, key: FactKey) -> bool:

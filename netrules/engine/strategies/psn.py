@@ -346,7 +346,7 @@ def _materialize(plan: Plan, facts: Iterable[Fact], *, rng: random.Random | None
     for stratum in plan.strata:
         if not _eligible(stratum, overrides):
             if stratum.iterated:
-                evaluate_iterated(stratum, db)
+                evaluate_iterated(stratum, db, state.extra)
             else:
                 evaluate_stratum(stratum, db)
             continue
