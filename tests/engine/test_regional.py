@@ -219,3 +219,26 @@ def test_refuses_recursion_beside_negation() -> None:
     text = "p(@X,Y) :- e(@X,Y).\np(@X,Y) :- e(@X,Z), p(@Z,Y), not f(@X,Y)."
     with pytest.raises(EngineError, match=r"p recurse beside negation.*--state driver"):
         check_resident_plan(plan_program(parse_program(text)))
+
+
+def test_a_lost_detour_leaves_the_best_route_standing(monkeypatch) -> None:
+    """Regions overdelete a min group's row only when a binding giving its minimum goes:
+    losing a's direct 5-cost link to c marks that route, not a's best route to c (a-b-c,
+    cost 2), which is then neither rebuilt nor reported as changed."""
+    from netrules.engine.regional.state import RegionState
+
+    marked: list = []
+    mark = RegionState.mark_over
+    monkeypatch.setattr(RegionState, "mark_over",
+                        lambda self, key: (marked.append(key), mark(self, key))[1])
+    plan = plan_program(programs.load("best_routes"))
+    links = [Fact("link", x) for x in [("a", "b", 1), ("b", "c", 1), ("a", "c", 5),
+                                       ("c", "a", 5), ("b", "a", 1), ("c", "b", 1)]]
+    eng = _engine(plan, {"a": 0, "b": 1, "c": 2}, 3)
+    eng.load(links)
+    marked.clear()
+    delta = eng.apply([("-", links[2])])
+    assert ("route", ("a", "c", ("a", "c"), 5)) in marked
+    assert not [k for k in marked if k[0] != "route"]
+    assert {r for r, rows in delta.removed.items() if rows} <= {"link", "linkD", "route"}
+    assert _sets(eng.views()) == _sets(evaluate_program(plan, [*links[:2], *links[3:]]))
