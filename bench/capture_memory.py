@@ -140,7 +140,8 @@ def main() -> None:
           f"{res['packets'] / res['seconds']:,.0f} packets/s, "
           f"{size / 2**20 / res['seconds']:.2f} MiB/s")
     print(f"peak RSS of the replay process: {peak / 1024:.0f} MiB "
-          f"(after imports: {res['rss_after_import_kb'] / 1024:.0f} MiB; capture {size / 2**20:.0f} MiB)")
+          f"(after imports: {res['rss_after_import_kb'] / 1024:.0f} MiB; "
+          f"capture {size / 2**20:.0f} MiB)")
     print(f"dropped transitions: {res['dropped']}")
 
 

@@ -424,7 +424,8 @@ def bench_sizing(sizes: list[int], m: int, seed: int, singles: int) -> dict:
     for n in sizes:
         # a fresh interpreter per size: freed memory of earlier graphs would otherwise be
         # reused and hide the growth
-        out = subprocess.run([sys.executable, __file__, "--size-point", f"{n},{m},{seed},{singles}"],
+        point = f"{n},{m},{seed},{singles}"
+        out = subprocess.run([sys.executable, __file__, "--size-point", point],
                              capture_output=True, text=True, check=True).stdout
         row = json.loads(out.strip().splitlines()[-1])
         rows.append(row)
@@ -472,8 +473,9 @@ def render(results: dict) -> str:
          "batch when a workload has fewer than 100 batches. Peak memory is the growth of the "
          "process's peak resident set (VmHWM) while materialising, not tracemalloc, which would "
          "slow the timed code; in this shared process freed memory is reused, so it is a lower "
-         "bound (the sizing table measures each size in a fresh interpreter). Spark from scratch runs in the JVM and Python workers: its "
-         "memory is not in that column. No test asserts a time.", ""]
+         "bound (the sizing table measures each size in a fresh interpreter). Spark from "
+         "scratch runs in the JVM and Python workers: its memory is not in that column. No "
+         "test asserts a time.", ""]
     for t in r["topologies"]:
         c = t["contenders"]
         L += [f"### {t['label']}: `{t['spec']}`", "",

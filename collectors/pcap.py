@@ -196,7 +196,8 @@ class ReplayReport:
             lines.append("  dropped transitions: "
                          + ", ".join(f"{k}={v}" for k, v in sorted(self.dropped.items())))
         if self.ignored:
-            lines.append("  ignored: " + ", ".join(f"{k}={v}" for k, v in sorted(self.ignored.items())))
+            lines.append("  ignored: "
+                         + ", ".join(f"{k}={v}" for k, v in sorted(self.ignored.items())))
         if self.error:
             lines.append(f"  stopped reading: {self.error}")
         return "\n".join(lines)

@@ -32,7 +32,8 @@ __all__ = ["simulate"]
 @click.option("--random-failures", metavar="MTBF,MTTR,UNTIL",
               help="Random link failures: mean time between failures, mean time to repair, end.")
 @click.option("--name", default=None,
-              help="Scenario name in event ids sim:NAME:SEQ (default: scenario file stem, or 'cli').")
+              help="Scenario name in event ids sim:NAME:SEQ "
+              "(default: scenario file stem, or 'cli').")
 @click.option("--json", "as_json", is_flag=True, help="Print events as JSON lines.")
 @click.option("--log", "log_dir", type=click.Path(file_okay=False),
               help="Append the events to this event log directory instead of printing them.")

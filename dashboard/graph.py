@@ -93,7 +93,8 @@ def signature(nodes: Sequence[TopoNode], links: Iterable[TopoLink]) -> Signature
     known = set(names)
     pairs = sorted({tuple(sorted((ln.src, ln.dst))) for ln in links})
     extra = sorted({x for p in pairs for x in p} - known)
-    return names + tuple(extra), tuple(pairs), _coords(nodes) if not extra else ()  # type: ignore[return-value]
+    coords = _coords(nodes) if not extra else ()
+    return names + tuple(extra), tuple(pairs), coords  # type: ignore[return-value]
 
 
 def compute_layout(sig: Signature) -> dict[str, tuple[float, float]]:

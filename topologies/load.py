@@ -322,7 +322,8 @@ def from_node_link(data: Any, where: str) -> nx.Graph:
         ends = []
         for end in ("source", "target"):
             if edge.get(end) not in node_attrs:
-                raise CollectorError(f"{where}: edges[{i}]: {end} {edge.get(end)!r} is not a node id")
+                raise CollectorError(
+                    f"{where}: edges[{i}]: {end} {edge.get(end)!r} is not a node id")
             ends.append(names[edge[end]])
         cost = _cost(edge.get("cost", edge.get("weight", 1)), f"{where}: edges[{i}]")
         length = edge.get("length_km", edge.get("dist"))
@@ -448,7 +449,8 @@ def from_generator_spec(spec: str) -> nx.Graph:
     kind, _, rest = spec.partition(":")
     usage = GENERATORS.get(kind)
     if usage is None:
-        raise CollectorError(f"unknown generator {kind!r}; generators: {', '.join(GENERATORS.values())}")
+        raise CollectorError(
+            f"unknown generator {kind!r}; generators: {', '.join(GENERATORS.values())}")
     pos: list[str] = []
     kw: dict[str, str] = {}
     for part in filter(None, rest.split(":")):

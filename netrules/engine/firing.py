@@ -20,7 +20,8 @@ from netrules.facts import Value
 from netrules.lang import ast
 
 __all__ = ["fire", "fire_from_delta", "negation_variants", "instances_for", "body_facts",
-           "order_of", "changed_bindings", "distinct_bindings", "changed_heads", "derivable", "body_keys", "FactKey"]
+           "order_of", "changed_bindings", "distinct_bindings", "changed_heads", "derivable",
+           "body_keys", "FactKey"]
 
 FactKey = tuple[str, tuple[Value, ...]]
 

@@ -130,9 +130,10 @@ def _iterate(stratum: Stratum, lower_old: Any, lower_new: Any, cur: _Current,
              keep: Callable[[FactKey], bool] | None = None, aggs: Aggs | None = None,
              prev_stratum: Any = None) -> tuple[int, Aggs]:
     """Iterate ``S := T(lower_new, S ∪ fixed)`` from ``cur`` until it repeats; returns
-    iterations and the aggregate indexes, now over the fixpoint. ``fixed`` holds stratum facts given from outside (a Spark region's facts
-    derived in other regions), read like the stratum's own; ``keep`` limits S to the facts
-    a region may read (those located in it). ``prev_stratum``: the stratum part of the
+    iterations and the aggregate indexes, now over the fixpoint. ``fixed`` holds stratum
+    facts given from outside (a Spark region's facts derived in other regions), read like
+    the stratum's own; ``keep`` limits S to the facts a region may read (those located in
+    it). ``prev_stratum``: the stratum part of the
     previous step's input when it is not ``cur`` less the changes ``d_in``/``a_in`` (the
     first step after an overdeletion)."""
     rules, rels = list(stratum.rules), stratum.relations
@@ -241,9 +242,9 @@ def _overdelete(stratum: Stratum, old: Any, d_in: Database, a_in: Database, aggs
     through other such facts, on a lost lower fact (or on one newly true under ``not``);
     an aggregate row goes when a binding it may rest on does (``AggIndex.leans_on``: any
     binding of a count or sum, one giving the extreme of a min or max, so a lost detour
-    does not pull down every best route beside it). Starting the iteration
-    without them means no stale route is ever extended: a withdrawn route is not hunted
-    along ever longer detours (BGP's path exploration), it is simply rebuilt."""
+    does not pull down every best route beside it). Starting the iteration without them
+    means no stale route is ever extended: a withdrawn route is not hunted along ever longer
+    detours (BGP's path exploration), it is simply rebuilt."""
     over = Database()
     pos, neg = d_in, a_in
     while any(pos.rel.values()) or any(neg.rel.values()):

@@ -22,8 +22,8 @@ from netrules.lang.builtins import BuiltinError, compare, evaluate
 from netrules.lang.check import schedule_body
 from netrules.plan import Plan, plan_program
 
-__all__ = ["Database", "probe_rows", "evaluate_program", "solve_body", "head_fact", "aggregate_rule",
-           "iterate_stratum", "evaluate_stratum", "derivation_counts"]
+__all__ = ["Database", "probe_rows", "evaluate_program", "solve_body", "head_fact",
+           "aggregate_rule", "iterate_stratum", "evaluate_stratum", "derivation_counts"]
 
 Binding = dict[str, Value]
 

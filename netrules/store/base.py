@@ -366,7 +366,8 @@ class Store(ABC):
         with self._op(f"writing batch {bid}"), self._transaction():
             cur = self._execute(
                 "INSERT INTO batches (batch_id, time, n_events, first_event, last_event, added,"
-                " removed, stats) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (batch_id) DO NOTHING",
+                " removed, stats) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (batch_id) DO NOTHING",
                 (bid, float(batch.time), len(events), events[0].id if events else None,
                  events[-1].id if events else None, n_added, n_removed,
                  json.dumps(batch.stats, default=str, separators=(",", ":"))))

@@ -53,7 +53,8 @@ def router_lsa(adv: str, seq: int, links: list[tuple[int, str, str, int]]):
 
 def bgp(src: str, dst: str, *msgs, flags: str = "PA"):
     sport, dport = (179, 50000) if src < dst else (50000, 179)
-    pkt = Ether(src=MAC1, dst=MAC2) / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags=flags)
+    pkt = (Ether(src=MAC1, dst=MAC2) / IP(src=src, dst=dst)
+           / TCP(sport=sport, dport=dport, flags=flags))
     for m in msgs:
         pkt = pkt / m
     return pkt
@@ -72,7 +73,8 @@ def cdp(device: str, port: str, holdtime: int):
 
 
 def bfd(src: str, dst: str, state: int):
-    return Ether(src=MAC1, dst=MAC2) / IP(src=src, dst=dst) / UDP(sport=49152, dport=3784) / BFD(sta=state)
+    return (Ether(src=MAC1, dst=MAC2) / IP(src=src, dst=dst) / UDP(sport=49152, dport=3784)
+            / BFD(sta=state))
 
 
 def write(path: Path, timed: list[tuple[float, object]]) -> Path:

@@ -23,11 +23,12 @@ def packets() -> list:
     """Six packets, each producing one event: five BFD sessions up, then an adjacency."""
     out = []
     for i in range(5):
-        p = Ether(src=MAC1, dst=MAC2) / IP(src=f"10.0.0.{i}", dst="10.0.1.1") / UDP(sport=49152, dport=3784) / BFD(sta=3)
+        p = (Ether(src=MAC1, dst=MAC2) / IP(src=f"10.0.0.{i}", dst="10.0.1.1")
+             / UDP(sport=49152, dport=3784) / BFD(sta=3))
         p.time = float(i)
         out.append(p)
-    h = (Ether(src=MAC1, dst=MAC2) / IP(src="10.0.0.9", dst="224.0.0.5", proto=89) / OSPF_Hdr(src="9.9.9.9")
-         / OSPF_Hello(neighbors=["8.8.8.8", "7.7.7.7"]))
+    h = (Ether(src=MAC1, dst=MAC2) / IP(src="10.0.0.9", dst="224.0.0.5", proto=89)
+         / OSPF_Hdr(src="9.9.9.9") / OSPF_Hello(neighbors=["8.8.8.8", "7.7.7.7"]))
     h.time = 5.0
     out.append(h)
     return out

@@ -4,11 +4,12 @@ A region holds the facts located at its nodes; for facts of positive strata the 
 kept supports of each (PSN's bounded derivation sets, see ``strategies/psn.py``), the reverse
 index body fact -> local heads, and the suspects of the batch in flight; for facts of strata
 with aggregates or negation their derivation counts and the aggregate groups located here
-(``counting.py``). ``flips`` nets every fact's appearances and disappearances in the batch:
-the next stratum reads what changed below it from there, and the driver its delta. Every change goes through a method that
-appends it to ``log`` when logging is on: a region is stored as a snapshot plus the changes
-since, so the worker that runs a round need not be the worker that ran the last one, and a
-worker holding an up-to-date copy never decodes the snapshot (``spark/resident.py``).
+(``counting.py``). ``flips`` nets every fact's appearances and disappearances in the batch: the
+next stratum reads what changed below it from there, and the driver its delta. Every change
+goes through a method that appends it to ``log`` when logging is on: a region is stored as a
+snapshot plus the changes since, so the worker that runs a round need not be the worker that
+ran the last one, and a worker holding an up-to-date copy never decodes the snapshot
+(``spark/resident.py``).
 """
 
 from __future__ import annotations

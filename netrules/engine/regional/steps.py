@@ -1,15 +1,16 @@
 """What a region does in one round of a positive stage of a resident batch: kill, rederive or
 insert; and the program cut into stages.
 
-A program runs stage by stage, in stratum order: maximal runs of positive strata are one
-*PSN stage* (this module), each stratum with an aggregate or negation a *counting stage*
+A program runs stage by stage, in stratum order: maximal runs of positive strata are one *PSN
+stage* (this module), each stratum with an aggregate or negation a *counting stage*
 (``counting.py``). In a PSN stage, a batch that deletes runs *kill* rounds until no region
-finds a new suspect, one *rederive* round, then *insert* rounds until no message is in
-flight; a batch that only inserts runs the insert rounds. A stage above another starts from
-what the stages below changed, which each region reads from its own ``flips``. Rules are localized, so every rule body sits at one node and is matched in the
-region holding that node; only heads located elsewhere travel, as messages
-``(head, rank, support)`` to the head's region, which decides what to keep. Kill messages are
-the facts that died, sent to every region (a region cannot know who kept a support on them).
+finds a new suspect, one *rederive* round, then *insert* rounds until no message is in flight;
+a batch that only inserts runs the insert rounds. A stage above another starts from what the
+stages below changed, which each region reads from its own ``flips``. Rules are localized, so
+every rule body sits at one node and is matched in the region holding that node; only heads
+located elsewhere travel, as messages ``(head, rank, support)`` to the head's region, which
+decides what to keep. Kill messages are the facts that died, sent to every region (a region
+cannot know who kept a support on them).
 
 The algorithm is ``strategies/psn.py``'s, cut at region boundaries: ranks stay well-founded
 because a support is built where its body is, from the body's ranks there, and a suspect is

@@ -10,9 +10,10 @@ nothing. So ``apply`` first runs PSN's kill phase read-only over the supports in
 what the cheap case would and is exact there. A rebuild costs about as much as rematerialising
 (``psn.materialize`` is within a few percent of it), so it wins once suspects exceed
 ``THRESHOLD`` of the facts (a batch deleting over twice that share of the base facts skips the
-count: it only ever confirmed the rebuild, at a third of the rebuild's cost); insertions, which PSN handles semi-naively, still go by their share
-of the base facts. ``bench/crossover.py`` measures both (docs/benchmarks.md); the choice and
-its reason are recorded in the batch statistics.
+count: it only ever confirmed the rebuild, at a third of the rebuild's cost); insertions, which
+PSN handles semi-naively, still go by their share of the base facts. ``bench/crossover.py``
+measures both (docs/benchmarks.md); the choice and its reason are recorded in the batch
+statistics.
 """
 
 from __future__ import annotations
