@@ -26,7 +26,7 @@ from netrules.facts import Value
 from netrules.lang import ast
 from netrules.lang.builtins import BuiltinError, compare, compile_term, evaluate
 
-__all__ = ["Join", "join_for", "fire_rows", "rows_for", "bindings_of"]
+__all__ = ["Join", "join_for", "fire_rows", "rows_for", "bindings_of", "probe_patterns"]
 
 
 Found = tuple[tuple, tuple]  # (head row, body rows in positive-atom order)
@@ -80,6 +80,7 @@ class Join:
             slot.setdefault(name, len(slot))
         self.slot = slot
         self.n_slots = len(slot)
+        self.probes: list[tuple[str, tuple[int, ...]]] = []  # (relation, bound positions)
         step: _Step = self._binding_step() if bindings else self._emit_step()
         plans = []
         for lit in order:
@@ -211,6 +212,8 @@ class Join:
         positions = tuple(pos)
         key = _key_fn(key_parts) if key_parts else _no_key
         whole = len(positions) == len(spec) and not exprs
+        if positions and not whole:
+            self.probes.append((rel, positions))
         binds_t, checks_t = tuple(binds), tuple(checks)
         join = self
 
@@ -347,6 +350,21 @@ def fire_rows(rule: ast.Rule, reads: Mapping[int, Any] | Any, neg: Any = None,
               first: int | None = None) -> list[Found]:
     """(head row, body rows) of every instance; ``first``: the atom the join starts from."""
     return join_for(rule, first).run(reads, neg)
+
+
+def probe_patterns(rules: list[ast.Rule]) -> set[tuple[str, tuple[int, ...]]]:
+    """(relation, bound positions) of every index lookup that maintaining ``rules`` makes:
+    a join from each positive atom (a change there) and, for a rule without an aggregate,
+    the backward join from a head row (is this fact still derivable? an aggregate row is
+    answered by its group index). A database can build those indexes up front."""
+    out: set[tuple[str, tuple[int, ...]]] = set()
+    for rule in rules:
+        joins = [join_for(rule, i) for i in range(len(rule.atoms()))]
+        if not rule.head.aggregate():
+            joins.append(join_for(rule, None, _head_start(rule)[0]))
+        for j in joins:
+            out.update(j.probes)
+    return out
 
 
 def _head_start(rule: ast.Rule) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...],

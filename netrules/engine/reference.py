@@ -102,6 +102,13 @@ class Database:
             index = self._index(relation, pos)
         return index.get(key, ())
 
+    def warm(self, patterns: Iterable[tuple[str, tuple[int, ...]]]) -> None:
+        """Build now the indexes ``patterns`` name (relation, sorted positions) that are not
+        built yet, so the first lookup after a load does not pay for a whole relation."""
+        for relation, pos in patterns:
+            if self.rel.get(relation) and (relation, pos) not in self._idx:
+                self._index(relation, pos)
+
     def _index(self, relation: str, pos: tuple[int, ...]) -> dict[tuple, dict[tuple, None]]:
         """Build the index of ``relation`` on ``pos``; ``add``/``discard`` keep it current."""
         index: dict[tuple, dict[tuple, None]] = {}
