@@ -133,9 +133,8 @@ def _iterate(stratum: Stratum, lower_old: Any, lower_new: Any, cur: _Current,
     iterations and the aggregate indexes, now over the fixpoint. ``fixed`` holds stratum
     facts given from outside (a Spark region's facts derived in other regions), read like
     the stratum's own; ``keep`` limits S to the facts a region may read (those located in
-    it). ``prev_stratum``: the stratum part of the
-    previous step's input when it is not ``cur`` less the changes ``d_in``/``a_in`` (the
-    first step after an overdeletion)."""
+    it). ``prev_stratum``: the stratum part of the previous step's input when it is not
+    ``cur`` less the changes ``d_in``/``a_in`` (the first step after an overdeletion)."""
     rules, rels = list(stratum.rules), stratum.relations
     last_gone, last_new = Database(), Database()
     prev_lower = lower_old if prev_stratum is None else lower_new
