@@ -1,0 +1,469 @@
+"""PSN with ranks and K supports, a set of facts at a time (paper 000, bounded as in
+docs/engine.md): the columnar engine's maintenance of positive strata.
+
+Per batch and stratum, in stratum order:
+
+* **kill**: supports using a fact killed below (a vanished base fact, or a suspect of a lower
+  stratum) die; a fact left with no kept support is *suspect* and its own supports die in
+  turn: a frontier loop of multimap probes and counts, sized by what it reaches;
+* **rederive**: suspects are hidden, then rederived from the standing facts, first in one
+  step (the rule bodies solved with the head bound), then semi-naively from the revived,
+  each revived fact taking rank 1 + its body's highest rank; suspects never revived are gone;
+* **insert**: semi-naive from what appeared below, positions before the delta atom reading the
+  new view and positions after it the old one (``in_delta`` marks this round's delta rows),
+  so each derivation is made once per round, self-joins included.
+
+A round is a handful of vectorised joins per (rule, delta atom); no Python runs per fact
+except builtins that cannot be vectorised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from netrules.engine.columnar.joins import Join, Reader, Table, compile_join, head_columns
+from netrules.engine.columnar.keys import Pairs
+from netrules.engine.columnar.relation import Relation
+from netrules.engine.columnar.supports import Supports, gid, split_gid
+from netrules.engine.columnar.values import Values
+from netrules.errors import EngineError
+from netrules.lang import ast
+from netrules.plan import Plan
+
+__all__ = ["ColumnarProgram", "unsupported", "DEFAULT_K"]
+
+DEFAULT_K = 2
+
+
+def unsupported(plan: Plan) -> str | None:
+    """Why the columnar engine cannot run ``plan`` yet (None when it can)."""
+    for s in plan.strata:
+        if s.aggregates or s.negation or s.iterated:
+            what = "aggregates" if s.aggregates else "negation" if s.negation else "iteration"
+            return (f"stratum {s.index} ({', '.join(sorted(s.relations))}) uses {what}, "
+                    "which the columnar engine does not maintain yet")
+    return None
+
+
+@dataclass
+class _Changes:
+    """Rows whose alive flag moved in this batch, with the flag they had before it."""
+
+    rows: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    before: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    killed: dict[str, list[np.ndarray]] = field(default_factory=dict)
+
+    def touch(self, rel: Relation, rows: np.ndarray) -> None:
+        self.rows.setdefault(rel.name, []).append(rows)
+        self.before.setdefault(rel.name, []).append(rel.alive[rows].copy())
+
+    def kill(self, name: str, rows: np.ndarray) -> None:
+        self.killed.setdefault(name, []).append(rows)
+
+    def net(self, rel: Relation) -> tuple[np.ndarray, np.ndarray]:
+        """(added, removed) rows of ``rel`` over the batch."""
+        if rel.name not in self.rows:
+            e = np.empty(0, np.int64)
+            return e, e
+        rows = np.concatenate(self.rows[rel.name])
+        before = np.concatenate(self.before[rel.name])
+        rows, first = np.unique(rows, return_index=True)
+        was = before[first]
+        now = rel.alive[rows]
+        return rows[now & ~was], rows[was & ~now]
+
+    def killed_gids(self, code: int, name: str) -> np.ndarray:
+        ks = self.killed.get(name)
+        return gid(code, np.concatenate(ks)) if ks else np.empty(0, np.int64)
+
+
+class _Rule:
+    """A rule compiled once: a Join per delta atom and one from the head (rederivation)."""
+
+    def __init__(self, rid: int, rule: ast.Rule, stratum_rels: frozenset[str]) -> None:
+        self.id, self.rule = rid, rule
+        self.atoms = rule.atoms()
+        self.local = [j for j, a in enumerate(self.atoms) if a.relation in stratum_rels]
+        self.by_start = [compile_join(rule, i) for i in range(len(self.atoms))]
+        hv = frozenset(t.name for t in rule.head.args
+                       if isinstance(t, ast.Var) and t.name != "_")
+        self.from_head: Join = compile_join(rule, None, hv)
+        self.head_vars = hv
+
+
+class ColumnarProgram:
+    """Every relation of a plan as columns, maintained batch by batch."""
+
+    def __init__(self, plan: Plan, k: int = DEFAULT_K) -> None:
+        why = unsupported(plan)
+        if why:
+            raise EngineError(why)
+        self.plan, self.k = plan, k
+        self.values = Values()
+        self.pairs = Pairs()
+        self.rels: dict[str, Relation] = {}
+        self.codes: dict[str, int] = {}
+        for name in sorted(plan.arity):
+            self.codes[name] = len(self.codes)
+            self.rels[name] = Relation(name, plan.arity[name], self.pairs)
+        self.names = sorted(self.codes, key=self.codes.__getitem__)
+        self.strata = [(s, frozenset(s.relations)) for s in plan.strata]
+        self.rules: list[list[_Rule]] = []
+        rid = 0
+        width = 1
+        for s, rels in self.strata:
+            compiled = []
+            for r in s.rules:
+                compiled.append(_Rule(rid, r, rels))
+                width = max(width, len(r.atoms()))
+                rid += 1
+            self.rules.append(compiled)
+        self.rule_list = [r for rs in self.rules for r in rs]
+        self.supports = Supports(width)
+        self.epoch = 1
+        self._in_delta: dict[str, np.ndarray] = {}
+        self.stats = {"rounds": 0, "suspects": 0, "rederived": 0}
+
+    # -- reading views ---------------------------------------------------------------------
+    def _new(self) -> Reader:
+        return lambda rel, rows: rel.alive[rows]
+
+    def _old(self) -> Reader:
+        def read(rel: Relation, rows: np.ndarray) -> np.ndarray:
+            d = self._in_delta.get(rel.name)
+            return rel.alive[rows] if d is None else rel.alive[rows] & ~d[rows]
+        return read
+
+    def _mark_delta(self, deltas: dict[str, np.ndarray]) -> None:
+        self._in_delta = {}
+        for name, rows in deltas.items():
+            rel = self.rels[name]
+            m = np.zeros(rel.n, dtype=bool)
+            m[rows] = True
+            self._in_delta[name] = m
+
+    # -- one batch -------------------------------------------------------------------------
+    def apply(self, appeared: dict[str, np.ndarray], vanished: dict[str, np.ndarray]
+              ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Apply base-fact changes given as rows of ids per relation; returns the net
+        (added rows, removed rows) of every relation that changed."""
+        ch = _Changes()
+        self.epoch += 1
+        for name, cols in vanished.items():
+            rel = self.rels[name]
+            rows = rel.find(cols)
+            rows = np.unique(rows[rows >= 0])
+            rows = rows[rel.alive[rows]]
+            ch.touch(rel, rows)
+            rel.set_dead(rows)
+            ch.kill(name, rows)
+        for name, cols in appeared.items():
+            rel = self.rels[name]
+            rows = np.unique(rel.rows_for(cols))
+            rows = rows[~rel.alive[rows]]
+            ch.touch(rel, rows)
+            rel.set_alive(rows, self.epoch)
+        for (stratum, srels), rules in zip(self.strata, self.rules, strict=True):
+            self._maintain(stratum.index, srels, rules, ch)
+        self.supports.compact()
+        out = {}
+        for name, rel in self.rels.items():
+            add, rem = ch.net(rel)
+            if len(add) or len(rem):
+                out[name] = (add, rem)
+        return out
+
+    def _below(self, srels: frozenset[str], rules: list[_Rule]) -> set[str]:
+        return {a.relation for r in rules for a in r.atoms if a.relation not in srels}
+
+    def _maintain(self, index: int, srels: frozenset[str], rules: list[_Rule], ch: _Changes
+                  ) -> None:
+        below = self._below(srels, rules)
+        killed = [ch.killed_gids(self.codes[n], n) for n in sorted(below)]
+        frontier = np.concatenate(killed) if killed else np.empty(0, np.int64)
+        suspects = self._kill(srels, frontier)
+        if suspects:
+            for name, rows in suspects.items():
+                rel = self.rels[name]
+                ch.touch(rel, rows)
+                rel.set_dead(rows)
+                ch.kill(name, rows)
+            self._rederive(srels, rules, suspects, ch)
+        added: dict[str, np.ndarray] = {}
+        for name in below:
+            add, _ = ch.net(self.rels[name])
+            if len(add):
+                added[name] = add
+        if added:
+            self._seminaive(srels, rules, added, ch)
+
+    def _kill(self, srels: frozenset[str], frontier: np.ndarray) -> dict[str, np.ndarray]:
+        """Suspects of this stratum: facts whose every kept support used a killed fact."""
+        codes = {self.codes[n] for n in srels}
+        found: dict[str, list[np.ndarray]] = {}
+        while len(frontier):
+            sids = self.supports.using(frontier)
+            if len(sids):
+                hc, _ = split_gid(self.supports.head[sids])
+                sids = sids[np.isin(hc, list(codes))]
+            if not len(sids):
+                break
+            self.supports.kill(sids)
+            heads = self.supports.head[sids]
+            hc, hr = split_gid(heads)
+            nxt = []
+            for code in np.unique(hc):
+                name = self.names[int(code)]
+                rel = self.rels[name]
+                rows = hr[hc == code]
+                np.subtract.at(rel.nsup, rows, 1)
+                rows = np.unique(rows)
+                gone = rows[(rel.nsup[rows] <= 0) & rel.alive[rows]]
+                if len(gone):
+                    # hide them now, so a later frontier step does not pick them again
+                    rel.alive[gone] = False
+                    found.setdefault(name, []).append(gone)
+                    nxt.append(gid(int(code), gone))
+            frontier = np.concatenate(nxt) if nxt else np.empty(0, np.int64)
+        out = {}
+        for name, parts in found.items():
+            rows = np.concatenate(parts)
+            self.rels[name].alive[rows] = True  # the caller hides them through set_dead
+            out[name] = rows
+        self.stats["suspects"] += sum(len(r) for r in out.values())
+        return out
+
+    # -- derivation rounds -----------------------------------------------------------------
+    def _candidates(self, r: _Rule, tab: Table, srels: frozenset[str]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(head rows of ids, body gids, rank) of a solved table."""
+        heads = head_columns(r.rule, self.values, tab)
+        body = np.full((tab.n, self.supports.width), -1, dtype=np.int64)
+        rank = np.zeros(tab.n, dtype=np.int32)
+        for j, atom in enumerate(r.atoms):
+            rows = tab.atoms[j]
+            body[:, j] = gid(self.codes[atom.relation], rows)
+            if atom.relation in srels:
+                np.maximum(rank, self.rels[atom.relation].rank[rows], out=rank)
+        return heads, body, rank + 1
+
+    def _start(self, r: _Rule, i: int, rows: np.ndarray) -> Table:
+        """A table binding atom ``i``'s variables from the given rows (constants and repeated
+        variables filtered)."""
+        atom = r.atoms[i]
+        rel = self.rels[atom.relation]
+        tab = Table(len(rows))
+        keep = np.ones(len(rows), dtype=bool)
+        later = []
+        for p, t in enumerate(atom.args):
+            col = rel.cols[rows, p]
+            if isinstance(t, ast.Var):
+                if t.name == "_":
+                    continue
+                if t.name in tab.vars:
+                    keep &= tab.vars[t.name] == col
+                else:
+                    tab.vars[t.name] = col
+            elif isinstance(t, ast.Const):
+                c = self.values.lookup(t.value)
+                keep &= col == (-1 if c is None else c)
+            else:
+                later.append(p)
+        tab.atoms[i] = rows
+        if later:
+            from netrules.engine.columnar.joins import _Eval
+
+            ev = _Eval(self.values, r.rule)
+            for p in later:
+                keep &= rel.cols[rows, p] == ev.term(atom.args[p], tab, atom)
+        return tab if keep.all() else tab.take(np.flatnonzero(keep))
+
+    def _round(self, srels: frozenset[str], rules: list[_Rule], deltas: dict[str, np.ndarray]
+               ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:
+        self._mark_delta(deltas)
+        new, old = self._new(), self._old()
+        out = []
+        try:
+            for r in rules:
+                for i, atom in enumerate(r.atoms):
+                    rows = deltas.get(atom.relation)
+                    if rows is None or not len(rows):
+                        continue
+                    tab = self._start(r, i, rows)
+
+                    def read(j: int, i: int = i) -> Reader:
+                        return new if j < i else old
+                    tab = r.by_start[i].run(self.rels, self.values, tab, read, new)
+                    if tab.n:
+                        out.append((r, *self._candidates(r, tab, srels)))
+        finally:
+            self._in_delta = {}
+        return out
+
+    def _admit(self, cands: list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]],
+               ch: _Changes, only: dict[str, np.ndarray] | None = None
+               ) -> dict[str, np.ndarray]:
+        """Make the candidates' heads that are not alive facts (restricted to ``only``'s
+        rows), each with rank min over its candidates and up to K supports of that rank."""
+        by_rel: dict[str, list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]] = {}
+        for r, heads, body, rank in cands:
+            by_rel.setdefault(r.rule.head.relation, []).append((r.id, heads, body, rank))
+        born: dict[str, np.ndarray] = {}
+        self.epoch += 1
+        for name, parts in by_rel.items():
+            rel = self.rels[name]
+            heads = np.concatenate([p[1] for p in parts])
+            body = np.concatenate([p[2] for p in parts])
+            rank = np.concatenate([p[3] for p in parts])
+            rid = np.concatenate([np.full(len(p[1]), p[0], np.int32) for p in parts])
+            if only is not None:
+                allowed = only.get(name)
+                if allowed is None:
+                    continue
+                rows = rel.find(heads)
+                mask = np.zeros(rel.n, dtype=bool)
+                mask[allowed] = True
+                ok = (rows >= 0)
+                ok[ok] = mask[rows[ok]] & ~rel.alive[rows[ok]]
+            else:
+                rows = rel.rows_for(heads)
+                ok = ~rel.alive[rows]
+            if not ok.any():
+                continue
+            rows, body, rank, rid = rows[ok], body[ok], rank[ok], rid[ok]
+            order = np.lexsort((rank, rows))
+            rows, body, rank, rid = rows[order], body[order], rank[order], rid[order]
+            first = np.r_[True, rows[1:] != rows[:-1]]
+            start = np.flatnonzero(first)
+            group_rank = np.repeat(rank[start], np.diff(np.r_[start, len(rows)]))
+            pos = np.arange(len(rows)) - np.repeat(start, np.diff(np.r_[start, len(rows)]))
+            # supports of the fact's rank only (well-founded), deduplicated, K at most
+            keep = rank == group_rank
+            rows, body, rank, rid, pos = rows[keep], body[keep], rank[keep], rid[keep], pos[keep]
+            if len(rows):
+                sig = np.concatenate([rows[:, None], rid[:, None].astype(np.int64), body], 1)
+                _, uniq = np.unique(sig, axis=0, return_index=True)
+                uniq.sort()
+                rows, body, rank, rid = rows[uniq], body[uniq], rank[uniq], rid[uniq]
+                first = np.r_[True, rows[1:] != rows[:-1]]
+                start = np.flatnonzero(first)
+                pos = np.arange(len(rows)) - np.repeat(start, np.diff(np.r_[start, len(rows)]))
+                keep = pos < self.k
+                rows, body, rid = rows[keep], body[keep], rid[keep]
+                code = self.codes[name]
+                self.supports.add(gid(code, rows), rid, body)
+                facts = rows[np.r_[True, rows[1:] != rows[:-1]]]
+                rel.rank[facts] = rank[keep][np.r_[True, rows[1:] != rows[:-1]]]
+                rel.nsup[facts] = 0
+                np.add.at(rel.nsup, rows, 1)
+                ch.touch(rel, facts)
+                rel.set_alive(facts, self.epoch)
+                born[name] = facts
+        return born
+
+    def _seminaive(self, srels: frozenset[str], rules: list[_Rule],
+                   deltas: dict[str, np.ndarray], ch: _Changes,
+                   only: dict[str, np.ndarray] | None = None) -> None:
+        while deltas:
+            self.stats["rounds"] += 1
+            cands = self._round(srels, rules, deltas)
+            deltas = self._admit(cands, ch, only)
+            deltas = {k: v for k, v in deltas.items() if len(v)}
+
+    def _rederive(self, srels: frozenset[str], rules: list[_Rule],
+                  suspects: dict[str, np.ndarray], ch: _Changes) -> None:
+        new = self._new()
+        cands = []
+        for r in rules:
+            rows = suspects.get(r.rule.head.relation)
+            if rows is None or not len(rows):
+                continue
+            rel = self.rels[r.rule.head.relation]
+            tab = Table(len(rows))
+            keep = np.ones(len(rows), dtype=bool)
+            for p, t in enumerate(r.rule.head.args):
+                if isinstance(t, ast.Var) and t.name != "_":
+                    col = rel.cols[rows, p]
+                    if t.name in tab.vars:
+                        keep &= tab.vars[t.name] == col
+                    else:
+                        tab.vars[t.name] = col
+            tab.vars["#row"] = rows
+            if not keep.all():
+                tab = tab.take(np.flatnonzero(keep))
+            tab = r.from_head.run(self.rels, self.values, tab, lambda j: new, new)
+            if not tab.n:
+                continue
+            heads, body, rank = self._candidates(r, tab, srels)
+            same = np.all(heads == rel.cols[tab.vars["#row"]], axis=1)
+            if same.any():
+                cands.append((r, heads[same], body[same], rank[same]))
+        revived = self._admit(cands, ch, suspects)
+        self.stats["rederived"] += sum(len(v) for v in revived.values())
+        left = {}
+        for name, rows in suspects.items():
+            rel = self.rels[name]
+            left[name] = rows[~rel.alive[rows]]
+        if revived:
+            self._seminaive(srels, rules, revived, ch, only=left)
+
+    # -- reading ---------------------------------------------------------------------------
+    def rows_of(self, name: str) -> np.ndarray:
+        rel = self.rels[name]
+        return rel.cols[rel.alive_rows()]
+
+    def facts(self, name: str) -> list[tuple]:
+        return self.values.decode_rows(self.rows_of(name))
+
+    def decode(self, name: str, rows: np.ndarray) -> list[tuple]:
+        return self.values.decode_rows(self.rels[name].cols[rows])
+
+    def encode(self, name: str, rows: Iterable[tuple]) -> np.ndarray:
+        rows = list(rows)
+        return self.values.encode_rows(rows, self.rels[name].arity)
+
+    def contains(self, name: str, args: tuple) -> bool:
+        rel = self.rels.get(name)
+        if rel is None or len(args) != rel.arity:
+            return False
+        ids = [self.values.lookup(v) for v in args]
+        if any(i is None for i in ids):
+            return False
+        row = rel.find(np.array([ids], dtype=np.int64).reshape(1, rel.arity))[0]
+        return bool(row >= 0 and rel.alive[row])
+
+    def support_of(self, name: str, args: tuple) -> tuple[str, list[tuple[str, tuple]]] | None:
+        """(rule label, body facts) of one kept support of a fact, None for a base fact or a
+        fact that does not hold."""
+        if not self.contains(name, args):
+            return None
+        rel = self.rels[name]
+        ids = np.array([[self.values.lookup(v) for v in args]], dtype=np.int64)
+        row = int(rel.find(ids)[0])
+        sids = self.supports.of(int(gid(self.codes[name], np.int64(row))))
+        if not len(sids):
+            return None
+        s = int(sids[0])
+        r = self.rule_list[int(self.supports.rule[s])]
+        body = []
+        for g in self.supports.body[s]:
+            if g < 0:
+                continue
+            code, brow = split_gid(np.int64(g))
+            bname = self.names[int(code)]
+            body.append((bname, self.values.decode_rows(self.rels[bname].cols[[int(brow)]])[0]))
+        label = r.rule.label or str(r.rule.head)
+        return label, body
+
+    def nbytes(self) -> dict[str, int]:
+        return {"relations": sum(r.nbytes() for r in self.rels.values()),
+                "supports": self.supports.nbytes(), "pairs": self.pairs.nbytes()}
+
+    def fact_count(self) -> int:
+        return sum(r.count for r in self.rels.values())
+
+
+Progress = Callable[[str], None]
