@@ -127,6 +127,18 @@ class ColumnarProgram:
         self._in_delta: dict[str, np.ndarray] = {}
         self.stats = {"rounds": 0, "suspects": 0, "rederived": 0}
 
+    def relation(self, name: str, arity: int) -> Relation:
+        """A relation by name; one the program never mentions is kept as base facts (a
+        batch may carry them; the views show them, as every strategy does)."""
+        rel = self.rels.get(name)
+        if rel is None:
+            self.codes[name] = len(self.names)
+            self.names.append(name)
+            rel = self.rels[name] = Relation(name, arity, self.pairs)
+        elif rel.arity != arity:
+            raise EngineError(f"{name} takes {rel.arity} arguments, not {arity}")
+        return rel
+
     # -- reading views ---------------------------------------------------------------------
     def _new(self) -> Reader:
         return lambda rel, rows: rel.alive[rows]
@@ -153,7 +165,7 @@ class ColumnarProgram:
         ch = _Changes()
         self.epoch += 1
         for name, cols in vanished.items():
-            rel = self.rels[name]
+            rel = self.relation(name, cols.shape[1])
             rows = rel.find(cols)
             rows = np.unique(rows[rows >= 0])
             rows = rows[rel.alive[rows]]
@@ -161,7 +173,7 @@ class ColumnarProgram:
             rel.set_dead(rows)
             ch.kill(name, rows)
         for name, cols in appeared.items():
-            rel = self.rels[name]
+            rel = self.relation(name, cols.shape[1])
             rows = np.unique(rel.rows_for(cols))
             rows = rows[~rel.alive[rows]]
             ch.touch(rel, rows)
@@ -421,9 +433,8 @@ class ColumnarProgram:
     def decode(self, name: str, rows: np.ndarray) -> list[tuple]:
         return self.values.decode_rows(self.rels[name].cols[rows])
 
-    def encode(self, name: str, rows: Iterable[tuple]) -> np.ndarray:
-        rows = list(rows)
-        return self.values.encode_rows(rows, self.rels[name].arity)
+    def encode(self, rows: Iterable[tuple], arity: int) -> np.ndarray:
+        return self.values.encode_rows(list(rows), arity)
 
     def contains(self, name: str, args: tuple) -> bool:
         rel = self.rels.get(name)

@@ -89,8 +89,8 @@ class Values:
 
     def decode_rows(self, cols: np.ndarray) -> list[tuple]:
         """Rows of ids -> tuples of values (for output at the edges: views, deltas, errors)."""
-        if len(cols) == 0:
-            return []
+        if len(cols) == 0 or cols.shape[1] == 0:
+            return [()] * len(cols)
         decoded = [self.decode_column(cols[:, j]) for j in range(cols.shape[1])]
         return list(zip(*decoded, strict=True))
 

@@ -148,7 +148,7 @@ def _group(prog: ColumnarProgram, facts: Iterable[Fact]) -> dict[str, np.ndarray
     by: dict[str, list[tuple]] = {}
     for f in facts:
         by.setdefault(f.relation, []).append(f.args)
-    return {r: prog.encode(r, rows) for r, rows in by.items()}
+    return {r: prog.encode(rows, len(rows[0])) for r, rows in by.items()}
 
 
 def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
