@@ -125,6 +125,7 @@ class ColumnarProgram:
         self.supports = Supports(width)
         self.epoch = 1
         self._in_delta: dict[str, np.ndarray] = {}
+        self._scratch = np.zeros(0, dtype=np.int32)
         self.stats = {"rounds": 0, "suspects": 0, "rederived": 0}
 
     def relation(self, name: str, arity: int) -> Relation:
@@ -212,27 +213,39 @@ class ColumnarProgram:
         if added:
             self._seminaive(srels, rules, added, ch)
 
+    def _distinct(self, ids: np.ndarray) -> np.ndarray:
+        """The distinct values of ``ids`` (non-negative) in O(len) through a scratch array
+        indexed by value: the kill loop's dedupe without a sort."""
+        need = int(ids.max()) + 1 if len(ids) else 0
+        if len(self._scratch) < need:
+            self._scratch = np.zeros(max(need, 2 * len(self._scratch)), dtype=np.int32)
+        pos = np.arange(len(ids), dtype=np.int32)
+        self._scratch[ids] = pos
+        return ids[self._scratch[ids] == pos]
+
     def _kill(self, srels: frozenset[str], frontier: np.ndarray) -> dict[str, np.ndarray]:
         """Suspects of this stratum: facts whose every kept support used a killed fact."""
-        codes = {self.codes[n] for n in srels}
+        codes = np.array(sorted(self.codes[n] for n in srels), dtype=np.int64)
         found: dict[str, list[np.ndarray]] = {}
         while len(frontier):
             sids = self.supports.using(frontier)
             if len(sids):
                 hc, _ = split_gid(self.supports.head[sids])
-                sids = sids[np.isin(hc, list(codes))]
+                sids = sids[hc == codes[0]] if len(codes) == 1 else sids[np.isin(hc, codes)]
             if not len(sids):
                 break
+            sids = self._distinct(sids)
             self.supports.kill(sids)
-            heads = self.supports.head[sids]
-            hc, hr = split_gid(heads)
+            hc, hr = split_gid(self.supports.head[sids])
             nxt = []
-            for code in np.unique(hc):
+            for code in codes if len(codes) > 1 else codes[:1]:
+                rows = hr[hc == code] if len(codes) > 1 else hr
+                if not len(rows):
+                    continue
                 name = self.names[int(code)]
                 rel = self.rels[name]
-                rows = hr[hc == code]
                 np.subtract.at(rel.nsup, rows, 1)
-                rows = np.unique(rows)
+                rows = self._distinct(rows)
                 gone = rows[(rel.nsup[rows] <= 0) & rel.alive[rows]]
                 if len(gone):
                     # hide them now, so a later frontier step does not pick them again
@@ -348,32 +361,20 @@ class ColumnarProgram:
             rows, body, rank, rid = rows[ok], body[ok], rank[ok], rid[ok]
             order = np.lexsort((rank, rows))
             rows, body, rank, rid = rows[order], body[order], rank[order], rid[order]
-            first = np.r_[True, rows[1:] != rows[:-1]]
-            start = np.flatnonzero(first)
-            group_rank = np.repeat(rank[start], np.diff(np.r_[start, len(rows)]))
-            pos = np.arange(len(rows)) - np.repeat(start, np.diff(np.r_[start, len(rows)]))
-            # supports of the fact's rank only (well-founded), deduplicated, K at most
-            keep = rank == group_rank
-            rows, body, rank, rid, pos = rows[keep], body[keep], rank[keep], rid[keep], pos[keep]
-            if len(rows):
-                sig = np.concatenate([rows[:, None], rid[:, None].astype(np.int64), body], 1)
-                _, uniq = np.unique(sig, axis=0, return_index=True)
-                uniq.sort()
-                rows, body, rank, rid = rows[uniq], body[uniq], rank[uniq], rid[uniq]
-                first = np.r_[True, rows[1:] != rows[:-1]]
-                start = np.flatnonzero(first)
-                pos = np.arange(len(rows)) - np.repeat(start, np.diff(np.r_[start, len(rows)]))
-                keep = pos < self.k
-                rows, body, rid = rows[keep], body[keep], rid[keep]
-                code = self.codes[name]
-                self.supports.add(gid(code, rows), rid, body)
-                facts = rows[np.r_[True, rows[1:] != rows[:-1]]]
-                rel.rank[facts] = rank[keep][np.r_[True, rows[1:] != rows[:-1]]]
-                rel.nsup[facts] = 0
-                np.add.at(rel.nsup, rows, 1)
-                ch.touch(rel, facts)
-                rel.set_alive(facts, self.epoch)
-                born[name] = facts
+            start = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+            size = np.diff(np.r_[start, len(rows)])
+            pos = np.arange(len(rows)) - np.repeat(start, size)
+            # the fact's rank is its least candidate's; only supports of that rank are
+            # well-founded, and K of them are kept (a round makes each derivation once)
+            keep = (pos < self.k) & (rank == np.repeat(rank[start], size))
+            facts, frank = rows[start], rank[start]
+            rows, body, rid = rows[keep], body[keep], rid[keep]
+            self.supports.add(gid(self.codes[name], rows), rid, body)
+            rel.rank[facts] = frank
+            rel.nsup[facts] = np.bincount(np.searchsorted(facts, rows), minlength=len(facts))
+            ch.touch(rel, facts)
+            rel.set_alive(facts, self.epoch)
+            born[name] = facts
         return born
 
     def _seminaive(self, srels: frozenset[str], rules: list[_Rule],

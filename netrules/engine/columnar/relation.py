@@ -17,6 +17,9 @@ from netrules.engine.columnar.keys import Pairs
 
 __all__ = ["Buckets", "Relation", "expand"]
 
+#: Runs of a multimap merge while the older is at most MERGE times the newer.
+MERGE = 4
+
 
 def expand(skeys: np.ndarray, srows: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every (probe index, row) whose key equals the probe's, from a key-sorted run."""
@@ -32,49 +35,51 @@ def expand(skeys: np.ndarray, srows: np.ndarray, q: np.ndarray) -> tuple[np.ndar
 
 
 class Buckets:
-    """A multimap from int64 keys to int64 values: a key-sorted run plus a tail of recent
-    entries, merged into the run when the tail grows past an eighth of it, so appending and
-    probing both cost in proportion to the change (amortised)."""
+    """A multimap from int64 keys to int64 values, as a log-structured set of key-sorted
+    runs: an append becomes a run, and runs of similar size merge (a binary counter), so an
+    entry is re-sorted O(log n) times over its life and a probe searches O(log n) runs. Both
+    cost in proportion to the change, whatever the size of the map."""
 
     def __init__(self, keys: np.ndarray | None = None, vals: np.ndarray | None = None) -> None:
-        keys = np.empty(0, np.int64) if keys is None else keys
-        vals = np.empty(0, np.int64) if vals is None else vals
-        order = np.argsort(keys, kind="stable")
-        self.skeys, self.svals = keys[order], vals[order]
-        self.tail_keys: list[np.ndarray] = []
-        self.tail_vals: list[np.ndarray] = []
-        self.tail_n = 0
-        self._sorted_tail: tuple[np.ndarray, np.ndarray] | None = None
+        self.runs: list[tuple[np.ndarray, np.ndarray]] = []
+        self.n = 0
+        if keys is not None and len(keys):
+            self.append(keys, vals)  # type: ignore[arg-type]
 
     def append(self, keys: np.ndarray, vals: np.ndarray) -> None:
         if not len(keys):
             return
-        self.tail_keys.append(keys)
-        self.tail_vals.append(vals)
-        self.tail_n += len(keys)
-        self._sorted_tail = None
-        if self.tail_n > max(4096, len(self.skeys) // 8):
-            keys = np.concatenate([self.skeys, *self.tail_keys])
-            vals = np.concatenate([self.svals, *self.tail_vals])
-            order = np.argsort(keys, kind="stable")
-            self.skeys, self.svals = keys[order], vals[order]
-            self.tail_keys, self.tail_vals, self.tail_n = [], [], 0
+        order = np.argsort(keys, kind="stable")
+        self.runs.append((keys[order], vals[order]))
+        self.n += len(keys)
+        runs = self.runs
+        while len(runs) > 1 and len(runs[-2][0]) <= MERGE * len(runs[-1][0]):
+            (k2, v2), (k1, v1) = runs.pop(), runs.pop()
+            keys, vals = np.concatenate([k1, k2]), np.concatenate([v1, v2])
+            order = np.argsort(keys, kind="stable")  # two sorted runs: a linear merge
+            runs.append((keys[order], vals[order]))
 
     def probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        qi, vals = expand(self.skeys, self.svals, q)
-        if self.tail_n:
-            if self._sorted_tail is None:
-                keys = np.concatenate(self.tail_keys)
-                tv = np.concatenate(self.tail_vals)
-                order = np.argsort(keys, kind="stable")
-                self._sorted_tail = (keys[order], tv[order])
-            qi2, vals2 = expand(*self._sorted_tail, q)
-            if len(qi2):
-                qi, vals = np.concatenate([qi, qi2]), np.concatenate([vals, vals2])
-        return qi, vals
+        if len(q) > 512:
+            # sorted probes walk each run in order (cache-friendly binary searches)
+            order = np.argsort(q)
+            qi, vals = self._probe(q[order])
+            return order[qi], vals
+        return self._probe(q)
+
+    def _probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if len(self.runs) == 1:
+            return expand(*self.runs[0], q)
+        parts = [expand(k, v, q) for k, v in self.runs]
+        parts = [p for p in parts if len(p[0])]
+        if not parts:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     def nbytes(self) -> int:
-        return self.skeys.nbytes + self.svals.nbytes + 16 * self.tail_n
+        return 16 * self.n
 
 
 class _Index:

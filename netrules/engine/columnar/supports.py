@@ -75,11 +75,10 @@ class Supports:
         return ids
 
     def using(self, gids: np.ndarray) -> np.ndarray:
-        """Ids of the alive supports whose body holds one of ``gids`` (distinct)."""
+        """Ids of the alive supports whose body holds one of ``gids`` (may repeat)."""
         if not len(gids) or not self.count:
             return np.empty(0, np.int64)
         _, sids = self.by_body.probe(gids)
-        sids = np.unique(sids)
         return sids[self.alive[sids]]
 
     def of(self, head_gid: int) -> np.ndarray:
