@@ -20,11 +20,10 @@ except builtins that cannot be vectorised.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from netrules.engine.columnar.joins import Join, Reader, Table, compile_join, head_columns
+from netrules.engine.columnar.aggregate import AggRule, maintain_aggregate, why_not_aggregate
+from netrules.engine.columnar.joins import Join, Reader, Table, _Eval, compile_join, head_columns
 from netrules.engine.columnar.keys import Pairs
 from netrules.engine.columnar.relation import Relation
 from netrules.engine.columnar.supports import Supports, gid, split_gid
@@ -40,39 +39,53 @@ DEFAULT_K = 2
 
 def unsupported(plan: Plan) -> str | None:
     """Why the columnar engine cannot run ``plan`` yet (None when it can)."""
+    rules_for: dict[str, int] = {}
+    for r in plan.rules:
+        rules_for[r.head.relation] = rules_for.get(r.head.relation, 0) + 1
     for s in plan.strata:
-        if s.aggregates or s.negation or s.iterated:
-            what = "aggregates" if s.aggregates else "negation" if s.negation else "iteration"
-            return (f"stratum {s.index} ({', '.join(sorted(s.relations))}) uses {what}, "
-                    "which the columnar engine does not maintain yet")
+        if s.iterated:
+            return (f"stratum {s.index} ({', '.join(sorted(s.relations))}) recurses through "
+                    "an aggregate, which the columnar engine does not maintain yet")
+        for r in s.rules:
+            if not r.atoms():
+                return f"`{r}` has no positive body atom"
+            if r.head.aggregate():
+                why = why_not_aggregate(r)
+                if why:
+                    return why
+                if rules_for[r.head.relation] > 1:
+                    return (f"{r.head.relation} is derived by an aggregate rule and others; "
+                            "the columnar engine keeps an aggregate relation to one rule")
     return None
 
 
-@dataclass
 class _Changes:
-    """Rows whose alive flag moved in this batch, with the flag they had before it."""
+    """Rows whose alive flag moved in this batch; each row's flag before the batch is kept
+    on the relation (``tbefore``), so the old view costs no copy."""
 
-    rows: dict[str, list[np.ndarray]] = field(default_factory=dict)
-    before: dict[str, list[np.ndarray]] = field(default_factory=dict)
-    killed: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    def __init__(self, batch: int) -> None:
+        self.batch = batch
+        self.rows: dict[str, list[np.ndarray]] = {}
+        self.killed: dict[str, list[np.ndarray]] = {}
 
     def touch(self, rel: Relation, rows: np.ndarray) -> None:
-        self.rows.setdefault(rel.name, []).append(rows)
-        self.before.setdefault(rel.name, []).append(rel.alive[rows].copy())
+        first = rows[rel.tbatch[rows] != self.batch]
+        if len(first):
+            rel.tbefore[first] = rel.alive[first]
+            rel.tbatch[first] = self.batch
+            self.rows.setdefault(rel.name, []).append(first)
 
     def kill(self, name: str, rows: np.ndarray) -> None:
         self.killed.setdefault(name, []).append(rows)
 
     def net(self, rel: Relation) -> tuple[np.ndarray, np.ndarray]:
         """(added, removed) rows of ``rel`` over the batch."""
-        if rel.name not in self.rows:
+        parts = self.rows.get(rel.name)
+        if not parts:
             e = np.empty(0, np.int64)
             return e, e
-        rows = np.concatenate(self.rows[rel.name])
-        before = np.concatenate(self.before[rel.name])
-        rows, first = np.unique(rows, return_index=True)
-        was = before[first]
-        now = rel.alive[rows]
+        rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        was, now = rel.tbefore[rows], rel.alive[rows]
         return rows[now & ~was], rows[was & ~now]
 
     def killed_gids(self, code: int, name: str) -> np.ndarray:
@@ -92,6 +105,11 @@ class _Rule:
                        if isinstance(t, ast.Var) and t.name != "_")
         self.from_head: Join = compile_join(rule, None, hv)
         self.head_vars = hv
+        self.negs: list[tuple[ast.Atom, Join]] = []
+        for lit in rule.body:
+            if isinstance(lit, ast.Negation):
+                nv = frozenset(ast.variables_of(lit.atom))
+                self.negs.append((lit.atom, compile_join(rule, None, nv)))
 
 
 class ColumnarProgram:
@@ -110,20 +128,27 @@ class ColumnarProgram:
             self.codes[name] = len(self.codes)
             self.rels[name] = Relation(name, plan.arity[name], self.pairs)
         self.names = sorted(self.codes, key=self.codes.__getitem__)
-        self.strata = [(s, frozenset(s.relations)) for s in plan.strata]
+        self.strata = [(s, frozenset(r.head.relation for r in s.rules
+                                     if not r.head.aggregate())) for s in plan.strata]
         self.rules: list[list[_Rule]] = []
-        rid = 0
+        self.aggs: list[list[AggRule]] = []
+        self.rule_list: list[_Rule | AggRule] = []
         width = 1
-        for s, rels in self.strata:
-            compiled = []
+        for s, _rels in self.strata:
+            compiled: list[_Rule] = []
+            aggs: list[AggRule] = []
+            psn_rels = frozenset(r.head.relation for r in s.rules if not r.head.aggregate())
             for r in s.rules:
-                compiled.append(_Rule(rid, r, rels))
+                rid = len(self.rule_list)
+                c = AggRule(rid, r) if r.head.aggregate() else _Rule(rid, r, psn_rels)
+                self.rule_list.append(c)
+                (aggs if isinstance(c, AggRule) else compiled).append(c)  # type: ignore[arg-type]
                 width = max(width, len(r.atoms()))
-                rid += 1
             self.rules.append(compiled)
-        self.rule_list = [r for rs in self.rules for r in rs]
+            self.aggs.append(aggs)
         self.supports = Supports(width)
         self.epoch = 1
+        self.batch = 0
         self._in_delta: dict[str, np.ndarray] = {}
         self._scratch = np.zeros(0, dtype=np.int32)
         self.stats = {"rounds": 0, "suspects": 0, "rederived": 0}
@@ -163,7 +188,8 @@ class ColumnarProgram:
               ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Apply base-fact changes given as rows of ids per relation; returns the net
         (added rows, removed rows) of every relation that changed."""
-        ch = _Changes()
+        self.batch += 1
+        ch = _Changes(self.batch)
         self.epoch += 1
         for name, cols in vanished.items():
             rel = self.relation(name, cols.shape[1])
@@ -179,8 +205,12 @@ class ColumnarProgram:
             rows = rows[~rel.alive[rows]]
             ch.touch(rel, rows)
             rel.set_alive(rows, self.epoch)
-        for (stratum, srels), rules in zip(self.strata, self.rules, strict=True):
-            self._maintain(stratum.index, srels, rules, ch)
+        for (_stratum, srels), rules, aggs in zip(self.strata, self.rules, self.aggs,
+                                                  strict=True):
+            for ar in aggs:
+                maintain_aggregate(ar, self, ch)
+            if rules:
+                self._maintain(srels, rules, ch)
         self.supports.compact()
         out = {}
         for name, rel in self.rels.items():
@@ -192,12 +222,12 @@ class ColumnarProgram:
     def _below(self, srels: frozenset[str], rules: list[_Rule]) -> set[str]:
         return {a.relation for r in rules for a in r.atoms if a.relation not in srels}
 
-    def _maintain(self, index: int, srels: frozenset[str], rules: list[_Rule], ch: _Changes
-                  ) -> None:
+    def _maintain(self, srels: frozenset[str], rules: list[_Rule], ch: _Changes) -> None:
         below = self._below(srels, rules)
         killed = [ch.killed_gids(self.codes[n], n) for n in sorted(below)]
         frontier = np.concatenate(killed) if killed else np.empty(0, np.int64)
-        suspects = self._kill(srels, frontier)
+        blocked = self._blocked(srels, rules, ch)
+        suspects = self._kill(srels, frontier, blocked)
         if suspects:
             for name, rows in suspects.items():
                 rel = self.rels[name]
@@ -210,8 +240,55 @@ class ColumnarProgram:
             add, _ = ch.net(self.rels[name])
             if len(add):
                 added[name] = add
-        if added:
-            self._seminaive(srels, rules, added, ch)
+        unblocked = self._unblocked(srels, rules, ch)
+        if added or unblocked:
+            self._seminaive(srels, rules, added, ch, first=unblocked)
+
+    def _neg_changes(self, rules: list[_Rule], ch: _Changes, which: int
+                     ) -> list[tuple[_Rule, ast.Atom, Join, np.ndarray]]:
+        out = []
+        for r in rules:
+            for atom, join in r.negs:
+                rows = ch.net(self.rels[atom.relation])[which]
+                if len(rows):
+                    out.append((r, atom, join, rows))
+        return out
+
+    def _blocked(self, srels: frozenset[str], rules: list[_Rule], ch: _Changes) -> np.ndarray:
+        """Kept supports that relied on the absence of a fact that appeared below: the
+        derivations that held over the old view and meet a newly added negated row."""
+        batch = ch.batch
+        old: Reader = lambda rel, rows: rel.was_alive(rows, batch)  # noqa: E731
+        found = []
+        for r, atom, join, rows in self._neg_changes(rules, ch, 0):
+            tab = join.run(self.rels, self.values, self.start(r.rule, atom, rows, None),
+                           lambda j: old, old)
+            if not tab.n:
+                continue
+            heads, body, _ = self._candidates(r, tab, srels)
+            hrel = self.rels[r.rule.head.relation]
+            hrows = hrel.find(heads)
+            ok = hrows >= 0
+            hg = gid(self.codes[hrel.name], hrows[ok])
+            body = body[ok]
+            qi, sids = self.supports.by_head.probe(hg)
+            live = self.supports.alive[sids] & (self.supports.rule[sids] == r.id)
+            qi, sids = qi[live], sids[live]
+            same = np.all(self.supports.body[sids] == body[qi], axis=1)
+            found.append(sids[same])
+        return np.concatenate(found) if found else np.empty(0, np.int64)
+
+    def _unblocked(self, srels: frozenset[str], rules: list[_Rule], ch: _Changes
+                   ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:
+        """Candidates that a negated row removed below lets through (over the new view)."""
+        new = self._new()
+        out = []
+        for r, atom, join, rows in self._neg_changes(rules, ch, 1):
+            tab = join.run(self.rels, self.values, self.start(r.rule, atom, rows, None),
+                           lambda j: new, new)
+            if tab.n:
+                out.append((r, *self._candidates(r, tab, srels)))
+        return out
 
     def _distinct(self, ids: np.ndarray) -> np.ndarray:
         """The distinct values of ``ids`` (non-negative) in O(len) through a scratch array
@@ -223,12 +300,17 @@ class ColumnarProgram:
         self._scratch[ids] = pos
         return ids[self._scratch[ids] == pos]
 
-    def _kill(self, srels: frozenset[str], frontier: np.ndarray) -> dict[str, np.ndarray]:
-        """Suspects of this stratum: facts whose every kept support used a killed fact."""
+    def _kill(self, srels: frozenset[str], frontier: np.ndarray,
+              first: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Suspects of this stratum: facts whose every kept support used a killed fact (or,
+        ``first``, was blocked by a negation)."""
         codes = np.array(sorted(self.codes[n] for n in srels), dtype=np.int64)
         found: dict[str, list[np.ndarray]] = {}
-        while len(frontier):
+        while len(frontier) or (first is not None and len(first)):
             sids = self.supports.using(frontier)
+            if first is not None:
+                sids = np.concatenate([sids, first[self.supports.alive[first]]])
+                first = None
             if len(sids):
                 hc, _ = split_gid(self.supports.head[sids])
                 sids = sids[hc == codes[0]] if len(codes) == 1 else sids[np.isin(hc, codes)]
@@ -275,10 +357,10 @@ class ColumnarProgram:
                 np.maximum(rank, self.rels[atom.relation].rank[rows], out=rank)
         return heads, body, rank + 1
 
-    def _start(self, r: _Rule, i: int, rows: np.ndarray) -> Table:
-        """A table binding atom ``i``'s variables from the given rows (constants and repeated
-        variables filtered)."""
-        atom = r.atoms[i]
+    def start(self, rule: ast.Rule, atom: ast.Atom, rows: np.ndarray, i: int | None
+              ) -> Table:
+        """A table binding ``atom``'s variables from the given rows of its relation
+        (constants and repeated variables filtered); ``i`` records them as body atom i."""
         rel = self.rels[atom.relation]
         tab = Table(len(rows))
         keep = np.ones(len(rows), dtype=bool)
@@ -297,11 +379,10 @@ class ColumnarProgram:
                 keep &= col == (-1 if c is None else c)
             else:
                 later.append(p)
-        tab.atoms[i] = rows
+        if i is not None:
+            tab.atoms[i] = rows
         if later:
-            from netrules.engine.columnar.joins import _Eval
-
-            ev = _Eval(self.values, r.rule)
+            ev = _Eval(self.values, rule)
             for p in later:
                 keep &= rel.cols[rows, p] == ev.term(atom.args[p], tab, atom)
         return tab if keep.all() else tab.take(np.flatnonzero(keep))
@@ -317,7 +398,7 @@ class ColumnarProgram:
                     rows = deltas.get(atom.relation)
                     if rows is None or not len(rows):
                         continue
-                    tab = self._start(r, i, rows)
+                    tab = self.start(r.rule, atom, rows, i)
 
                     def read(j: int, i: int = i) -> Reader:
                         return new if j < i else old
@@ -379,10 +460,12 @@ class ColumnarProgram:
 
     def _seminaive(self, srels: frozenset[str], rules: list[_Rule],
                    deltas: dict[str, np.ndarray], ch: _Changes,
-                   only: dict[str, np.ndarray] | None = None) -> None:
-        while deltas:
+                   only: dict[str, np.ndarray] | None = None,
+                   first: list | None = None) -> None:
+        while deltas or first:
             self.stats["rounds"] += 1
-            cands = self._round(srels, rules, deltas)
+            cands = self._round(srels, rules, deltas) + (first or [])
+            first = None
             deltas = self._admit(cands, ch, only)
             deltas = {k: v for k, v in deltas.items() if len(v)}
 

@@ -5,7 +5,8 @@ inserting it again revives the same row, so supports and indexes that name rows 
 without compaction, and memory is bounded by the distinct facts ever seen. Per-row state is
 plain arrays: ``born`` (the epoch the row last became alive: the semi-naive split between the
 old and the new view), ``rank`` (derivation height inside its stratum, paper 000's acyclic
-derivations) and ``nsup`` (kept supports still standing).
+derivations), ``nsup`` (kept supports still standing), and ``tbatch``/``tbefore`` (the batch
+that last touched the row and whether it was alive before: the old view, without a copy).
 """
 
 from __future__ import annotations
@@ -114,6 +115,8 @@ class Relation:
         self.born = np.zeros(cap, dtype=np.int64)
         self.rank = np.zeros(cap, dtype=np.int32)
         self.nsup = np.zeros(cap, dtype=np.int32)
+        self.tbatch = np.zeros(cap, dtype=np.int32)
+        self.tbefore = np.zeros(cap, dtype=bool)
         self.map = Int64Map()
         self.count = 0
         self._indexes: dict[tuple[int, ...], _Index] = {}
@@ -124,7 +127,7 @@ class Relation:
             return
         while cap < need:
             cap *= 2
-        for name in ("cols", "alive", "born", "rank", "nsup"):
+        for name in ("cols", "alive", "born", "rank", "nsup", "tbatch", "tbefore"):
             old = getattr(self, name)
             new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
             new[: self.n] = old[: self.n]
@@ -181,6 +184,10 @@ class Relation:
         """Mark distinct alive ``rows`` dead."""
         self.alive[rows] = False
         self.count -= len(rows)
+
+    def was_alive(self, rows: np.ndarray, batch: int) -> np.ndarray:
+        """Alive before batch ``batch`` began."""
+        return np.where(self.tbatch[rows] == batch, self.tbefore[rows], self.alive[rows])
 
     def alive_rows(self) -> np.ndarray:
         return np.flatnonzero(self.alive[: self.n])
