@@ -20,10 +20,18 @@ except builtins that cannot be vectorised.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+
 import numpy as np
 
 from netrules.engine.columnar.aggregate import AggRule, maintain_aggregate, why_not_aggregate
-from netrules.engine.columnar.joins import Join, Reader, Table, _Eval, compile_join, head_columns
+from netrules.engine.columnar.joins import (
+    Join,
+    Reader,
+    Table,
+    _Eval,
+    compile_join,
+    head_columns,
+)
 from netrules.engine.columnar.keys import Pairs
 from netrules.engine.columnar.relation import Relation
 from netrules.engine.columnar.supports import Supports, gid, split_gid
