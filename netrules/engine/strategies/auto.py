@@ -1,4 +1,5 @@
-"""The default-by-cost strategy: PSN while a batch threatens a small part of the view, a
+"""The default strategy: the columnar engine for every program it maintains; for the others
+(recursion through an aggregate, per-view overrides), per-fact PSN while a batch threatens a small part of the view, a
 from-scratch rebuild past the crossover (paper 003 §10: incremental maintenance loses to
 rematerialisation once a batch deletes enough).
 
@@ -23,7 +24,7 @@ import time
 from collections.abc import Iterable, Mapping
 
 from netrules.engine.firing import FactKey
-from netrules.engine.strategies import psn
+from netrules.engine.strategies import columnar, psn
 from netrules.engine.strategies.base import (
     BatchStats,
     Delta,
@@ -46,7 +47,12 @@ INSERT_THRESHOLD = 0.15  # inserted / present base facts above which a rebuild d
 def materialize(plan: Plan, facts: Iterable[Fact] = (), *,
                 rng: random.Random | None = None,
                 overrides: Mapping[str, str] | None = None) -> State:
-    state = psn.materialize(plan, facts, rng=rng, overrides=overrides)
+    """The columnar engine where it maintains the program (no per-view overrides), else
+    per-fact PSN with the crossover below."""
+    if not overrides and columnar.supported(plan):
+        state = columnar.materialize(plan, facts, rng=rng)
+    else:
+        state = psn.materialize(plan, facts, rng=rng, overrides=overrides)
     state.strategy = name
     return state
 
@@ -95,6 +101,10 @@ def suspects(state: State, vanished: Iterable[FactKey], limit: int | None = None
 
 
 def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
+    if columnar.owns(state):
+        delta = columnar.apply(state, batch)
+        delta.stats.strategy = "auto:columnar"
+        return delta
     t0 = time.perf_counter()
     batch = check_batch(state.plan, batch)
     appear, vanish = _net_change(state, batch)
@@ -132,4 +142,6 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
 
 
 def explain(state: State, fact: Fact) -> Derivation | None:
+    if columnar.owns(state):
+        return columnar.explain(state, fact)
     return psn.explain(state, fact)

@@ -28,13 +28,18 @@ from netrules.engine.strategies.base import (
 from netrules.facts import Fact, Value
 from netrules.plan import Plan
 
-__all__ = ["name", "materialize", "apply", "explain", "supported", "ColumnDelta"]
+__all__ = ["name", "materialize", "apply", "explain", "supported", "owns", "ColumnDelta"]
 
 name = "columnar"
 
 
 def supported(plan: Plan) -> bool:
     return unsupported(plan) is None
+
+
+def owns(state: State) -> bool:
+    """Is ``state`` held in columns (rather than handed to psn)?"""
+    return "program" in state.extra
 
 
 class ColumnDelta(Delta):
@@ -152,7 +157,7 @@ def _group(prog: ColumnarProgram, facts: Iterable[Fact]) -> dict[str, np.ndarray
 
 
 def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
-    if "program" not in state.extra:
+    if not owns(state):
         return psn.apply(state, batch)
     t0 = time.perf_counter()
     prog: ColumnarProgram = state.extra["program"]
@@ -174,7 +179,7 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
 def explain(state: State, fact: Fact) -> Derivation | None:
     """The derivation tree of kept supports; they are well-founded, so it ends at base
     facts."""
-    if "program" not in state.extra:
+    if not owns(state):
         return psn.explain(state, fact)
     prog: ColumnarProgram = state.extra["program"]
     plan = state.plan
