@@ -59,9 +59,15 @@ def _print_views(views: dict[str, list[Fact]], relations: frozenset[str]) -> Non
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="netrules")
-def main() -> None:
+@click.option("-v", "--verbose", is_flag=True,
+              help="Spark and JVM logs on the console (default: a file, see NETRULES_SPARK_LOG).")
+def main(verbose: bool) -> None:
     """netrules: a rule-based network monitor. NDlog views over your network, kept exact as
     links fail and recover."""
+    if verbose:  # read where the SparkSession is built, so it reaches every engine
+        import os
+
+        os.environ["NETRULES_VERBOSE"] = "1"
 
 
 @main.command()
