@@ -201,11 +201,12 @@ def _click_error(err: NetrulesError, hint: str | None = None) -> click.ClickExce
 
 
 def _open_store(url: str, read_only: bool = False):
-    from netrules.store import open_store
+    from netrules.store import open_store, parse_store_url
 
     try:
-        if not read_only and "://" not in url:
-            Path(url).resolve().parent.mkdir(parents=True, exist_ok=True)
+        parsed = parse_store_url(url)
+        if not read_only and parsed.backend == "sqlite" and parsed.target != ":memory:":
+            Path(parsed.target).resolve().parent.mkdir(parents=True, exist_ok=True)
         return open_store(url, read_only=read_only)
     except NetrulesError as err:
         raise _click_error(err, _READ_HINT if read_only else None) from err
