@@ -407,7 +407,7 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
             from netrules.pipeline.sources import follow_interface
 
             stop = threading.Event()
-            follow_interface(iface, EventLog(events_dir), trigger, stop)
+            follow_interface(iface, EventLog(events_dir), stop)
         opts = RunOptions(
             store=store, events_dir=events_dir, checkpoint=checkpoint, strategy=strategy,
             engine=engine, spark_master=spark_master, once=once,
