@@ -44,6 +44,7 @@ def _open(iface: str) -> Any:
     from scapy.arch import get_if_list  # importing scapy.arch also populates conf.ifaces
     from scapy.config import conf
 
+    conf.ifaces.reload()  # an interface made (or remade) since scapy loaded has a new index
     names = get_if_list()
     if iface not in names:
         raise CollectorError(f"interface {iface!r} does not exist "
