@@ -59,9 +59,15 @@ def _print_views(views: dict[str, list[Fact]], relations: frozenset[str]) -> Non
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="netrules")
-def main() -> None:
+@click.option("-v", "--verbose", is_flag=True,
+              help="Spark and JVM logs on the console (default: a file, see NETRULES_SPARK_LOG).")
+def main(verbose: bool) -> None:
     """netrules: a rule-based network monitor. NDlog views over your network, kept exact as
     links fail and recover."""
+    if verbose:  # read where the SparkSession is built, so it reaches every engine
+        import os
+
+        os.environ["NETRULES_VERBOSE"] = "1"
 
 
 @main.command()
@@ -195,11 +201,12 @@ def _click_error(err: NetrulesError, hint: str | None = None) -> click.ClickExce
 
 
 def _open_store(url: str, read_only: bool = False):
-    from netrules.store import open_store
+    from netrules.store import open_store, parse_store_url
 
     try:
-        if not read_only and "://" not in url:
-            Path(url).resolve().parent.mkdir(parents=True, exist_ok=True)
+        parsed = parse_store_url(url)
+        if not read_only and parsed.backend == "sqlite" and parsed.target != ":memory:":
+            Path(parsed.target).resolve().parent.mkdir(parents=True, exist_ok=True)
         return open_store(url, read_only=read_only)
     except NetrulesError as err:
         raise _click_error(err, _READ_HINT if read_only else None) from err
@@ -400,7 +407,7 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
             from netrules.pipeline.sources import follow_interface
 
             stop = threading.Event()
-            follow_interface(iface, EventLog(events_dir), trigger, stop)
+            follow_interface(iface, EventLog(events_dir), stop)
         opts = RunOptions(
             store=store, events_dir=events_dir, checkpoint=checkpoint, strategy=strategy,
             engine=engine, spark_master=spark_master, once=once,

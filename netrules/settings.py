@@ -31,7 +31,8 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("store", "netrules.db",
-            "Store URL: a SQLite path (sqlite:///path) or postgresql://user@host/db."),
+            "Store URL: a SQLite path, sqlite:///relative or sqlite:////absolute, or "
+            "postgresql://user@host/db."),
     Setting("events_dir", "netrules-events",
             "Event-log directory: sources write segments here, the pipeline reads them."),
     Setting("checkpoint", None,

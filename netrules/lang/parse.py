@@ -386,14 +386,42 @@ def parse_facts(text: str, file: str = "<facts>") -> list[Fact]:
 def parse_atom(text: str, file: str = "<query>") -> ast.Atom:
     """One atom, as typed in a query (``reachable(@a, X)``; a trailing '.' is optional)."""
     body = text.strip()
+    start = len(text) - len(text.lstrip())  # where the atom begins in what was typed
     if body.startswith("?-"):
+        start += 2 + len(body[2:]) - len(body[2:].lstrip())
         body = body[2:].strip()
-    if not body.endswith("."):
-        body += "."
-    stmts = _parse_statements(f"?- {body}", file)
+    wrapped = f"?- {body}" if body.endswith(".") else f"?- {body}."
+    try:
+        stmts = _parse_statements(wrapped, file)
+    except NdlogSyntaxError as err:
+        raise _as_typed(err, text, start, len(body), file) from None
     if len(stmts) != 1:
         raise NdlogSyntaxError("expected exactly one atom", SourceLoc(file, 1, 1), text, [])
     return stmts[0].atom
+
+
+def _as_typed(err: NdlogSyntaxError, text: str, start: int, length: int,
+              file: str) -> NdlogSyntaxError:
+    """``err`` about the wrapped query, located in the text the user typed.
+
+    parse_atom parses ``?- atom.``; a caret under the ``?-`` or the ``.`` it added would point
+    at characters the user never typed, so the column is shifted back and an error at the added
+    ``.`` becomes the end of input.
+    """
+    at = _offset(f"?- {text[start:start + length]}.", err.line, err.column) - len("?- ")
+    message = err.diagnostics[0].message
+    if at >= length:  # at (or past) the '.' parse_atom appended: the input ran out
+        message = message.replace("unexpected '.'", "unexpected end of input", 1)
+        at = length
+    line, column = _position(text, start + max(at, 0))
+    return NdlogSyntaxError(message, SourceLoc(file, line, column), text, err.expected,
+                            err.label)
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset`` in ``text``."""
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
 
 
 def parse_updates(text: str, file: str = "<updates>") -> list[list[tuple[str, Fact]]]:
