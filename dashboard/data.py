@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
-from netrules.alerts.rules import Alert
 from netrules.facts import Fact, Value
 from netrules.store import BatchSummary, Change, Store, TopoLink, TopoNode, open_store
+from netrules.store.records import Alert
 
 __all__ = [
     "TTL",

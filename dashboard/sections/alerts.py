@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data
-from netrules.alerts.rules import SEVERITIES, Alert
+from netrules.store.records import SEVERITIES, Alert
 
 __all__ = ["TITLE", "ICONS", "render", "banner", "alert_rows"]
 

@@ -30,10 +30,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from netrules.alerts.rules import Alert
 from netrules.errors import StoreError
 from netrules.eventlog.schema import Event
 from netrules.facts import Fact, Value, value_from_json, value_to_json
+from netrules.store.records import Alert
 from netrules.store.schema import SCHEMA_VERSION, ddl
 
 __all__ = [
