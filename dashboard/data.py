@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
+from netrules import settings
 from netrules.facts import Fact, Value
 from netrules.store import BatchSummary, Change, Store, TopoLink, TopoNode, open_store
 from netrules.store.records import Alert
@@ -45,12 +46,13 @@ __all__ = [
 
 #: Seconds a read stays cached; below the default refresh period so each refresh sees new data.
 TTL = 2.0
-DEFAULT_STORE = "state/netrules.db"
+#: The store the dashboard opens unless told otherwise: the CLI's default, from one table.
+DEFAULT_STORE: str = settings.get("store").default
 
 
 def default_store_url() -> str:
     """The store named by ``NETRULES_STORE`` (set by ``netrules dashboard``), else the default."""
-    return os.environ.get("NETRULES_STORE") or DEFAULT_STORE
+    return os.environ.get(settings.envvar("store")) or DEFAULT_STORE
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)

@@ -153,12 +153,22 @@ def test_diff_between_batches_and_around_an_event(line_store: str) -> None:
     assert r.exit_code == 1 and "no batch applied" in r.output
 
 
-def test_alerts_lists_raised_and_cleared(line_store: str) -> None:
-    out = json.loads(cli("alerts", "--store", line_store, "--json").output)
-    assert {(a["subject"]["src"], a["subject"]["dst"]) for a in out} == CUT
+def test_alerts_groups_the_cut_into_one_incident(line_store: str) -> None:
+    out = json.loads(cli("alerts", "--store", line_store, "--json").output)["incidents"]
+    assert len(out) == 1, [i["title"] for i in out]
+    inc = out[0]
+    assert inc["links"] == ["n2–n3"] and inc["state"] == "ended" and inc["flaps"] == 1
+    assert (inc["start_batch"], inc["end_batch"]) == (1, 2)
+    alerts = inc["alerts"]
+    assert {(a["subject"]["src"], a["subject"]["dst"]) for a in alerts} == CUT
+    assert len(inc["affected"]) == len(CUT)
     assert all(a["state"] == "cleared" and a["raised_batch"] == 1 and a["cleared_batch"] == 2
-               for a in out)
-    assert cli("alerts", "--active", "--store", line_store, "--json").output.strip() == "[]"
+               for a in alerts)
+    active = json.loads(cli("alerts", "--active", "--store", line_store, "--json").output)
+    assert active == {"incidents": []}
+    text = cli("alerts", "--store", line_store).output
+    assert text.startswith("[batch 1] INCIDENT major: n2–n3 down: 12 routes lost")
+    assert text.count("INCIDENT") == 1 and text.count("route lost:") == 12
 
 
 def test_run_refuses_a_store_of_another_program(line_store: str, tmp_path) -> None:

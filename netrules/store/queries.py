@@ -1,4 +1,7 @@
-"""Answers the CLI's read commands give, computed from the store alone (never the engine).
+"""The read side: questions asked of the store in NDlog, answered from the store alone.
+
+The CLI's read commands and the dashboard both ask through this module (one parser, one error
+class), so a query means the same thing in a terminal and in a browser.
 
 ``query`` matches an atom against a stored view, ``why`` follows stored supports down to base
 facts, ``traceroute`` walks each hop's own route, ``reach_diff`` replays the change log
@@ -18,10 +21,11 @@ from netrules.eventlog import EventLog
 from netrules.facts import Fact, Value, format_value, value_to_json
 from netrules.lang import ast, parse_program
 from netrules.plan import Plan, plan_program
-from netrules.store import Store
+from netrules.store.base import Store
 
-__all__ = ["QueryError", "stored_plan", "query", "WhyNode", "why", "Hop", "traceroute",
-           "reach_diff", "batch_of_event", "known_nodes"]
+__all__ = ["QueryError", "stored_plan", "check_relation_known", "check_node", "known_nodes",
+           "query", "WhyNode", "why", "Hop", "Trace", "traceroute", "reach_diff",
+           "batch_of_event"]
 
 
 class QueryError(NetrulesError):
