@@ -50,14 +50,17 @@ def _sidebar() -> tuple[str, float | None]:
 def _header(url: str) -> None:
     meta = data.meta(url)
     last = data.last_batch(url)
-    nodes, links = data.topology(url)
-    active = data.alerts(url, active_only=True, limit=1000)
+    _, links = data.topology(url)
+    status = data.node_status(url)
+    active = data.incidents(url, active_only=True)
     st.caption(f"Program **{meta.get('program_name', 'unknown')}** · store `{url}`")
-    c = st.columns(4)
+    c = st.columns(5)
     c[0].metric("Last batch", "—" if last is None else last)
-    c[1].metric("Nodes", len(nodes))
-    c[2].metric("Links down", sum(ln.state == "down" for ln in links))
-    c[3].metric("Active alerts", len(active))
+    c[1].metric("Nodes up", sum(v == "up" for v in status.values()))
+    c[2].metric("Degraded · isolated", f"{sum(v == 'degraded' for v in status.values())} · "
+                f"{sum(v == 'isolated' for v in status.values())}")
+    c[3].metric("Links down", sum(ln.state == "down" for ln in links))
+    c[4].metric("Active incidents", len(active))
     alerts.banner(url)
 
 

@@ -20,7 +20,20 @@ import streamlit as st
 
 from netrules import settings
 from netrules.facts import Fact, Value
-from netrules.store import BatchSummary, Change, Store, TopoLink, TopoNode, open_store
+from netrules.lang import ast, parse_atom
+from netrules.store import (
+    BatchSummary,
+    Change,
+    Store,
+    TopoLink,
+    TopoNode,
+    history,
+    open_store,
+    queries,
+    whynot,
+)
+from netrules.store.history import Point, pair_key
+from netrules.store.incidents import Incident, read_incidents
 from netrules.store.records import Alert
 
 __all__ = [
@@ -40,6 +53,12 @@ __all__ = [
     "contains",
     "derivations",
     "broken_routes",
+    "incidents",
+    "program_arity",
+    "series",
+    "node_status",
+    "query",
+    "why_not",
     "format_time",
     "where_items",
 ]
@@ -65,7 +84,8 @@ def store(url: str) -> Store:
 def clear() -> None:
     """Drop every cached read (the "refresh now" button)."""
     for fn in (meta, last_batch, relations, topology, alerts, batches, changes, read_view,
-               contains, derivations, broken_routes):
+               contains, derivations, broken_routes, incidents, series, query, why_not,
+               program_arity):
         fn.clear()
 
 
@@ -125,8 +145,10 @@ def derivations(url: str, fact: Fact) -> list[tuple[str, list[Fact]]]:
 
 
 def _path_edges(path: tuple[Value, ...]) -> set[tuple[str, str]]:
+    """A path's links as undirected pairs: a route *to* a node crosses its links the other
+    way round from a route *from* it, and both are lost when the cable is cut."""
     nodes = [str(n) for n in path]
-    return set(zip(nodes, nodes[1:], strict=False))
+    return {pair_key(a, b) for a, b in zip(nodes, nodes[1:], strict=False)}
 
 
 @st.cache_data(ttl=TTL, show_spinner=False)
@@ -141,7 +163,7 @@ def broken_routes(url: str, relation: str = "bestPath", recent_batches: int = 50
     ``status`` ('lost' when the pair has no route now, else 'rerouted').
     """
     s = store(url)
-    down = {(ln.src, ln.dst) for ln in topology(url)[1] if ln.state == "down"}
+    down = {pair_key(ln.src, ln.dst) for ln in topology(url)[1] if ln.state == "down"}
     if not down or not s.changes(relation=relation, limit=1):
         return []
     last = s.last_batch_id() or 0
@@ -165,6 +187,50 @@ def broken_routes(url: str, relation: str = "bestPath", recent_batches: int = 50
         if len(out) >= limit:
             break
     return sorted(out.values(), key=lambda r: (r["status"] != "lost", r["src"], r["dst"]))
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def program_arity(url: str) -> dict[str, int]:
+    """Arity of every relation of the store's program (empty for an unknown program)."""
+    plan = queries.stored_plan(store(url))
+    return {} if plan is None else {r: n for r, n in plan.arity.items() if r not in plan.aux}
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def incidents(url: str, active_only: bool = False) -> list[Incident]:
+    """Alerts grouped by root cause (:mod:`netrules.store.incidents`), newest first."""
+    return read_incidents(store(url), active_only=active_only)
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def series(url: str) -> list[Point]:
+    """Links down, active incidents and changed facts after each batch."""
+    return history.series(store(url), incidents(url))
+
+
+def node_status(url: str) -> dict[str, str]:
+    """'isolated', 'degraded' or 'up' per node, from the cached topology."""
+    return history.node_status(topology(url)[1])
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def query(url: str, text: str) -> tuple[dict[str, int], list[Fact]]:
+    """Facts matching one NDlog atom typed by the user, and each named variable's first
+    position: parsed by the NDlog parser and answered by :func:`netrules.store.queries.query`,
+    exactly as ``netrules query`` answers it."""
+    atom = parse_atom(text)
+    names: dict[str, int] = {}
+    for i, t in enumerate(atom.args):
+        if isinstance(t, ast.Var) and not t.name.startswith("_"):
+            names.setdefault(t.name, i)
+    return names, queries.query(store(url), atom)
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def why_not(url: str, relation: str, src: str, dst: str) -> whynot.WhyNot:
+    """Why ``relation(src, dst, ...)`` does not hold (:mod:`netrules.store.whynot`)."""
+    atom = ast.Atom(relation, (ast.Const(src), ast.Const(dst)))
+    return whynot.why_not(store(url), atom)
 
 
 def format_time(t: float | None) -> str:

@@ -16,7 +16,7 @@ from dashboard import data, graph
 from dashboard.sections import topology
 from netrules.facts import Fact, format_value
 
-__all__ = ["TITLE", "PATH_RELATION", "COST_RELATIONS", "why_lines", "render"]
+__all__ = ["TITLE", "PATH_RELATION", "COST_RELATIONS", "why_lines", "why_not", "render"]
 
 TITLE = "Routes"
 PATH_RELATION = "bestPath"
@@ -70,11 +70,16 @@ def why_lines(url: str, fact: Fact, max_lines: int = 400) -> list[str]:
     return lines
 
 
-def _route_alert(url: str, src: str, dst: str) -> None:
-    for a in data.alerts(url, active_only=True, limit=500):
-        if a.kind in ("route_lost", "reachability_lost") and (
-                a.subject.get("src"), a.subject.get("dst")) == (src, dst):
-            st.error(f"{a.severity}: {a.message}")
+def why_not(url: str, relation: str, src: str, dst: str) -> None:
+    """The why-not answer for a missing pair (shared with the Reachability page): the route it
+    had, the deletions that took it, and why no neighbour can offer another."""
+    answer = data.why_not(url, relation, src, dst)
+    if answer.holds:
+        return
+    if answer.incident is not None:
+        st.error(f"Outage: {answer.incident.title()}", icon=":material/report:")
+    st.subheader("Why not")
+    st.code(answer.render(), language=None)
 
 
 def render(url: str) -> None:
@@ -105,7 +110,7 @@ def render(url: str) -> None:
     if fact is None:
         st.warning(f"No route from {src} to {dst} now ({rel}({format_value(src)},"
                    f"{format_value(dst)},…) does not hold).")
-        _route_alert(url, src, dst)
+        why_not(url, rel, src, dst)
     else:
         if rel == PATH_RELATION and len(fact.args) >= 4 and isinstance(fact.args[2], tuple):
             path = [str(n) for n in fact.args[2]]

@@ -12,6 +12,7 @@ link states, so it works for any program whose relation is keyed by (source, des
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from netrules.facts import Fact, Value, value_to_json
@@ -70,7 +71,7 @@ class WhyNot:
         out = [f"{head} does not hold."]
         if self.last is not None:
             out.append(f"Last held: {self.last}")
-            out.append(f"  removed by batch {self.lost_batch} (t={self.lost_time:g})")
+            out.append(f"  removed by batch {self.lost_batch} ({_when(self.lost_time)})")
             if self.taken_by:
                 out.append("  taken by the deletion of: "
                            + ", ".join(f"-{f}" for f in self.taken_by))
@@ -103,6 +104,15 @@ class WhyNot:
             "neighbours": [n.to_json() for n in self.neighbours],
             "incident": None if self.incident is None else self.incident.to_json(False),
         }
+
+
+def _when(t: float | None) -> str:
+    """Event time as UTC when it is a wall-clock time, else as simulated seconds."""
+    if t is None:
+        return "?"
+    if t > 1e9:
+        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"t={t:g}s"
 
 
 def pair_of(atom: ast.Atom) -> tuple[str, str]:
@@ -151,7 +161,7 @@ def why_not(store: Store, atom: ast.Atom, link_relation: str = "link") -> WhyNot
     last, change = _lost(store.changes_matching(relation, {0: src, 1: dst}, limit=50))
     if last is not None and change is not None:
         answer.last, answer.lost_batch, answer.lost_time = last, change.batch_id, change.time
-        base = sorted(plan.base) if plan is not None else [link_relation]
+        base = sorted((set(plan.base) if plan is not None else set()) | {link_relation})
         gone = [c.fact for rel in base
                 for c in store.changes(since_batch=change.batch_id - 1, relation=rel)
                 if c.batch_id == change.batch_id and c.op == "-"]
