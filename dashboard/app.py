@@ -32,9 +32,25 @@ from netrules.errors import StoreError  # noqa: E402
 SECTIONS = {m.TITLE: m for m in (topology, alerts, reachability, routes, patterns, timeline)}
 
 
+def _deep_link() -> None:
+    """``?section=Routes&src=New York&dst=Seattle`` opens on that answer, once per session: an
+    operator pastes a link to what they see into the incident channel."""
+    if st.session_state.get("_linked"):
+        return
+    st.session_state["_linked"] = True
+    q = st.query_params
+    if q.get("section") in SECTIONS:
+        st.session_state["section"] = q["section"]
+    for param, key in (("src", "route_src"), ("dst", "route_dst")):
+        if q.get(param):
+            st.session_state[key] = q[param]
+            st.session_state[key.replace("route", "reach")] = q[param]
+
+
 def _sidebar() -> tuple[str, float | None]:
     """Store URL, section and refresh period; outside the fragment because a fragment may not
     write to the sidebar."""
+    _deep_link()
     sb = st.sidebar
     sb.title("netrules")
     url = sb.text_input("Store", value=data.default_store_url(), key="store_url",

@@ -68,8 +68,12 @@ def _query_box(url: str, names: list[str], rel: str | None, arity: int) -> None:
 
 def _pair(url: str, names: list[str], rel: str) -> None:
     c1, c2 = st.columns(2)
+    for key in ("reach_src", "reach_dst"):  # a deep link may name a node that left
+        if key in st.session_state and st.session_state[key] not in names:
+            del st.session_state[key]
     src = c1.selectbox("Source", names, index=0, key="reach_src")
-    dst = c2.selectbox("Destination", names, index=len(names) - 1, key="reach_dst")
+    dst = c2.selectbox("Destination", names, key="reach_dst",
+                       index=None if "reach_dst" in st.session_state else len(names) - 1)
     if src is None or dst is None or src == dst:
         return
     if data.read_view(url, rel, ((0, src), (1, dst)), limit=1):

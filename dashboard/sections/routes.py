@@ -90,8 +90,12 @@ def render(url: str) -> None:
         return
     views = data.relations(url)
     c1, c2 = st.columns(2)
+    for key in ("route_src", "route_dst"):  # a deep link may name a node that left
+        if key in st.session_state and st.session_state[key] not in names:
+            del st.session_state[key]
     src = c1.selectbox("From", names, index=0, key="route_src")
-    dst = c2.selectbox("To", names, index=len(names) - 1, key="route_dst")
+    dst = c2.selectbox("To", names, key="route_dst",
+                       index=None if "route_dst" in st.session_state else len(names) - 1)
     if src is None or dst is None:
         return
     if src == dst:

@@ -38,7 +38,8 @@ def _chart(df: pd.DataFrame) -> go.Figure:
         kind = go.Bar if col == "changed facts" else go.Scatter
         extra = {} if kind is go.Bar else {"line": {"shape": "hv", "color": colour},
                                            "mode": "lines+markers"}
-        fig.add_trace(kind(x=df["time"], y=df[col], name=col, customdata=when,
+        # plain lists: plotly would ship numpy columns base64-encoded, opaque to the page
+        fig.add_trace(kind(x=df["time"].tolist(), y=df[col].tolist(), name=col, customdata=when,
                            hovertemplate="%{customdata}: %{y}<extra>" + col + "</extra>",
                            **({"marker_color": colour} if kind is go.Bar else extra)),
                       row=row, col=1)
