@@ -27,11 +27,14 @@ def streamlit_command(host: str = "127.0.0.1", port: int = 8501) -> list[str]:
     """The exact ``streamlit run`` command line (tests start the dashboard with it too).
 
     Usage statistics off and the toolbar minimal (no Deploy button): an operator's screen
-    phones nothing home and offers nothing to click that is not netrules'."""
+    phones nothing home and offers nothing to click that is not netrules'. No file watcher:
+    a served dashboard is not being edited, and watching every imported module costs start-up
+    time and inotify handles."""
     return [sys.executable, "-m", "streamlit", "run", str(APP),
             "--server.address", host, "--server.port", str(port),
             "--server.headless", "true", "--browser.gatherUsageStats", "false",
-            "--client.toolbarMode", "minimal"]
+            "--client.toolbarMode", "minimal", "--server.fileWatcherType", "none",
+            "--server.runOnSave", "false"]
 
 
 @click.command("dashboard")

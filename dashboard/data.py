@@ -152,7 +152,7 @@ def _path_edges(path: tuple[Value, ...]) -> set[tuple[str, str]]:
 
 
 @st.cache_data(ttl=TTL, show_spinner=False)
-def broken_routes(url: str, relation: str = "bestPath", recent_batches: int = 50,
+def broken_routes(url: str, relation: str = queries.ROUTE, recent_batches: int = 50,
                   limit: int = 200) -> list[dict[str, object]]:
     """Routes that a currently-down link broke: ``relation`` facts removed in the last
     ``recent_batches`` batches whose path crosses a down link and that do not hold now.

@@ -18,6 +18,7 @@ from dashboard import data
 from dashboard.sections import routes
 from netrules.errors import NdlogSyntaxError, NetrulesError
 from netrules.facts import format_value
+from netrules.store import queries
 
 __all__ = ["TITLE", "MATRIX_LIMIT", "PAIR_RELATIONS", "pair_relation", "counts_over_time",
            "render"]
@@ -26,8 +27,8 @@ TITLE = "Reachability"
 #: Up to this many nodes the full reachability matrix is drawn (60² cells still read well).
 MATRIX_LIMIT = 60
 #: Views keyed by (source, destination) that answer "can S reach D?", best first.
-PAIR_RELATIONS = ("reachable", "bestPath", "bestCost", "minCost")
-_REL = "reachable"
+PAIR_RELATIONS = (queries.REACH, queries.ROUTE, "bestCost", "minCost")
+_REL = queries.REACH
 
 
 def pair_relation(views: dict[str, int], program_relations: set[str]) -> str | None:

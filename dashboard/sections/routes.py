@@ -15,11 +15,12 @@ import streamlit as st
 from dashboard import data, graph
 from dashboard.sections import topology
 from netrules.facts import Fact, format_value
+from netrules.store import queries
 
 __all__ = ["TITLE", "PATH_RELATION", "COST_RELATIONS", "why_lines", "why_not", "render"]
 
 TITLE = "Routes"
-PATH_RELATION = "bestPath"
+PATH_RELATION = queries.ROUTE
 #: Views that give a cost but no path, used when the program has no ``bestPath``.
 COST_RELATIONS = ("bestCost", "minCost")
 
@@ -79,7 +80,7 @@ def why_not(url: str, relation: str, src: str, dst: str) -> None:
     if answer.incident is not None:
         st.error(f"Outage: {answer.incident.title()}", icon=":material/report:")
     st.subheader("Why not")
-    st.code(answer.render(), language=None)
+    st.code(answer.render(), language=None, wrap_lines=True)
 
 
 def render(url: str) -> None:

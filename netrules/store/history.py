@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from netrules.store.base import Store, TopoLink
 from netrules.store.incidents import Incident
+from netrules.store.queries import LINK
 
 __all__ = ["Point", "series", "node_status", "pair_key"]
 
@@ -32,7 +33,7 @@ class Point:
     changed: int
 
 
-def series(store: Store, incidents: Sequence[Incident], link_relation: str = "link",
+def series(store: Store, incidents: Sequence[Incident], link_relation: str = LINK,
            limit: int = 2_000) -> list[Point]:
     """One :class:`Point` per batch (the last ``limit``), replaying the link change log.
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from netrules.facts import Fact, format_value, value_from_json
 from netrules.store.base import Store
+from netrules.store.queries import LINK
 from netrules.store.records import SEVERITIES, Alert
 
 __all__ = ["FLAP_WINDOW", "Incident", "cause_of", "group_incidents", "read_incidents"]
@@ -32,7 +33,7 @@ def _name(fact: Fact) -> str:
     fact as itself."""
     if len(fact.args) >= 2 and all(isinstance(a, str) for a in fact.args[:2]):
         a, b = sorted(str(x) for x in fact.args[:2])
-        return f"{a}–{b}" if fact.relation == "link" else f"{fact.relation} {a}–{b}"
+        return f"{a}–{b}" if fact.relation == LINK else f"{fact.relation} {a}–{b}"
     return str(fact)
 
 

@@ -20,7 +20,13 @@ from netrules.lang import ast
 from netrules.store.base import Change, Store
 from netrules.store.history import pair_key
 from netrules.store.incidents import Incident, read_incidents
-from netrules.store.queries import QueryError, check_node, check_relation_known, stored_plan
+from netrules.store.queries import (
+    LINK,
+    QueryError,
+    check_node,
+    check_relation_known,
+    stored_plan,
+)
 
 __all__ = ["Neighbour", "WhyNot", "why_not", "pair_of"]
 
@@ -146,7 +152,7 @@ def _lost(history: list[Change]) -> tuple[Fact | None, Change | None]:
     return None, None
 
 
-def why_not(store: Store, atom: ast.Atom, link_relation: str = "link") -> WhyNot:
+def why_not(store: Store, atom: ast.Atom, link_relation: str = LINK) -> WhyNot:
     """Why ``atom``'s pair has no fact in its relation; see the module docstring."""
     relation = atom.relation
     plan = stored_plan(store)

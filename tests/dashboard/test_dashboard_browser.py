@@ -196,6 +196,9 @@ def test_operator_watches_seattle_cut_off_and_come_back(served, browser, tmp_pat
     timings: dict[str, object] = {}
     t0 = time.perf_counter()
     browser.get(url)
+    timings["page_load_s"] = round(time.perf_counter() - t0, 2)  # HTML and script bundle
+    wait_for("the sidebar", lambda: "Refresh now" in body_text(browser), 60)
+    timings["first_script_output_s"] = round(time.perf_counter() - t0, 2)
     wait_for("the topology map", lambda: "Routes they broke" in body_text(browser)
              and browser.execute_script(
                  "return document.querySelectorAll('.js-plotly-plot path.js-line').length") > 0,
