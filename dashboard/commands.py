@@ -17,9 +17,11 @@ from netrules import settings
 from netrules.errors import NetrulesError
 from netrules.store import open_store
 
-__all__ = ["APP", "streamlit_command", "dashboard"]
+__all__ = ["APP", "SERVE", "streamlit_command", "dashboard"]
 
 APP = Path(__file__).resolve().parent / "app.py"
+#: ``streamlit run`` with the app's heavy imports done before the first visit.
+SERVE = Path(__file__).resolve().parent / "serve.py"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -30,7 +32,7 @@ def streamlit_command(host: str = "127.0.0.1", port: int = 8501) -> list[str]:
     phones nothing home and offers nothing to click that is not netrules'. No file watcher:
     a served dashboard is not being edited, and watching every imported module costs start-up
     time and inotify handles."""
-    return [sys.executable, "-m", "streamlit", "run", str(APP),
+    return [sys.executable, str(SERVE), str(APP),
             "--server.address", host, "--server.port", str(port),
             "--server.headless", "true", "--browser.gatherUsageStats", "false",
             "--client.toolbarMode", "minimal", "--server.fileWatcherType", "none",

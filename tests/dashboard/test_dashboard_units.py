@@ -117,7 +117,7 @@ def test_dashboard_command_binds_loopback_and_passes_the_store(
     assert cmd[cmd.index("--server.headless") + 1] == "true"
     assert cmd[cmd.index("--browser.gatherUsageStats") + 1] == "false"
     assert cmd[cmd.index("--client.toolbarMode") + 1] == "minimal"
-    assert cmd[cmd.index("run") + 1] == str(commands.APP)
+    assert cmd[1:3] == [str(commands.SERVE), str(commands.APP)]
     assert env["NETRULES_STORE"] == store
     result = CliRunner().invoke(commands.dashboard, ["--store", store, "--host", "0.0.0.0"])
     assert "no authentication" in result.output
