@@ -96,8 +96,8 @@ class Incident:
         """One line for a banner: severity, cause, what it cost, state."""
         what = {"route_lost": "routes lost", "reachability_lost": "pairs unreachable",
                 "routing_loop": "routing loops", "pattern_matched": "patterns matched"}
-        counts = ", ".join(
-            f"{sum(1 for x in self.affected_by_kind(k))} {what.get(k, k)}" for k in self.kinds)
+        counts = ", ".join(f"{len(self.affected_by_kind(k))} {what.get(k, k)}"
+                           for k in self.kinds)
         downs = [c[1:] for c in self.cause if c.startswith("-")]
         ups = [c[1:] for c in self.cause if c.startswith("+")]
         cause = (", ".join(downs) + " down" if downs else
@@ -107,6 +107,7 @@ class Incident:
         return f"{self.severity}: {cause}: {counts} (since batch {self.start_batch}{flap}; {state})"
 
     def affected_by_kind(self, kind: str) -> list[str]:
+        """Affected pairs/facts of one alert kind."""
         return sorted({_affected(a) for a in self.alerts if a.kind == kind})
 
     def to_json(self, with_alerts: bool = True) -> dict[str, Any]:

@@ -227,3 +227,17 @@ def test_run_from_a_capture(tmp_path) -> None:
     views = json.loads(r.output.strip().splitlines()[-1])["views"]
     assert sorted(map(tuple, views["reachable"])) == [
         ("1.1.1.1", "2.2.2.2"), ("1.1.1.1", "3.3.3.3"), ("2.2.2.2", "3.3.3.3")]
+
+
+def test_a_flapping_link_is_one_incident(tmp_path) -> None:
+    scenario = tmp_path / "flap.scenario"
+    scenario.write_text("".join(f"at {t} fail link n1 n2\nat {t + 1} recover link n1 n2\n"
+                                for t in (10, 20, 30)))
+    r = cli("run", "path_vector", "--simulate", "line:3", "--scenario", scenario, "--once",
+            "-q", "--store", tmp_path / "s.db", "--events-dir", tmp_path / "events")
+    assert r.exit_code == 0, r.output
+    (inc,) = json.loads(cli("alerts", "--store", tmp_path / "s.db", "--json").output)["incidents"]
+    assert inc["flaps"] == 3 and inc["links"] == ["n1–n2"] and inc["state"] == "ended"
+    assert len(inc["alerts"]) == 3 * 4  # n0,n1 <-> n2 lost three times ...
+    assert len(inc["affected"]) == 4    # ... four pairs
+    assert "flapped 3×" in inc["title"]
