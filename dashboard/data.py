@@ -54,6 +54,7 @@ __all__ = [
     "derivations",
     "broken_routes",
     "incidents",
+    "link_history",
     "program_arity",
     "series",
     "node_status",
@@ -85,7 +86,7 @@ def clear() -> None:
     """Drop every cached read (the "refresh now" button)."""
     for fn in (meta, last_batch, relations, topology, alerts, batches, changes, read_view,
                contains, derivations, broken_routes, incidents, series, query, why_not,
-               program_arity):
+               program_arity, link_history):
         fn.clear()
 
 
@@ -200,6 +201,14 @@ def program_arity(url: str) -> dict[str, int]:
 def incidents(url: str, active_only: bool = False) -> list[Incident]:
     """Alerts grouped by root cause (:mod:`netrules.store.incidents`), newest first."""
     return read_incidents(store(url), active_only=active_only)
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def link_history(url: str, a: str, b: str) -> list[Change]:
+    """Both directions of link a–b going up ('+') and down ('-'), newest first."""
+    rows = [c for s, d in ((a, b), (b, a))
+            for c in store(url).changes_matching(queries.LINK, {0: s, 1: d}, limit=500)]
+    return sorted(rows, key=lambda c: (c.batch_id, c.seq), reverse=True)
 
 
 @st.cache_data(ttl=TTL, show_spinner=False)

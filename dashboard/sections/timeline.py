@@ -1,5 +1,5 @@
 """Timeline: links down, active incidents and changed facts after each batch, over a range of
-event time the operator picks; then what one batch changed, fact by fact.
+event time the operator picks; one link's history; then what one batch changed, fact by fact.
 
 A failure shows as the links-down line stepping up and an incident opening; the recovery as
 both stepping back down. The series are replayed from the change log
@@ -48,6 +48,28 @@ def _chart(df: pd.DataFrame) -> go.Figure:
     return fig
 
 
+def _link_history(url: str) -> None:
+    """One link's ups and downs: is this the link that keeps flapping?"""
+    _, links = data.topology(url)
+    pairs = sorted({tuple(sorted((ln.src, ln.dst))) for ln in links})
+    if not pairs:
+        return
+    down_first = sorted(pairs, key=lambda p: all(
+        ln.state == "up" for ln in links if tuple(sorted((ln.src, ln.dst))) == p))
+    pick = st.selectbox("History of link", down_first, key="timeline_link",
+                        format_func=lambda p: f"{p[0]} – {p[1]}")
+    if pick is None:
+        return
+    rows = data.link_history(url, pick[0], pick[1])
+    downs = sum(1 for c in rows if c.op == "-" and str(c.fact.args[0]) == pick[0])
+    st.caption(f"{pick[0]} – {pick[1]}: went down {downs} time{'s' if downs != 1 else ''}.")
+    if rows:
+        st.dataframe(pd.DataFrame([{
+            "batch": c.batch_id, "time": data.format_time(c.time),
+            "change": "up" if c.op == "+" else "down", "fact": str(c.fact)} for c in rows]),
+            hide_index=True, key="timeline_link_rows")
+
+
 def render(url: str) -> None:
     df = frame(url)
     if df.empty:
@@ -67,6 +89,8 @@ def render(url: str) -> None:
                f"{int(df['changed facts'].sum())} facts changed.")
     st.dataframe(df.assign(time=[data.format_time(t) for t in df["time"]]), hide_index=True,
                  key="timeline_series")
+
+    _link_history(url)
 
     ids = [int(b) for b in df["batch"]]
     pick = st.selectbox("Changes of batch", list(reversed(ids)), key="timeline_batch")

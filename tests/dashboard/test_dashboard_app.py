@@ -167,8 +167,14 @@ def test_timeline_counts_and_batch_changes(app: AppTest) -> None:
     assert list(series["active incidents"]) == [0, 1, 1]
     app.slider(key="timeline_range").set_range(T0 + 20, T0 + 30).run()
     assert list(app.dataframe[0].value["batch"]) == [2, 3]
+    assert app.selectbox(key="timeline_link").value == ("b", "d")  # down links first
+    app.selectbox(key="timeline_link").set_value(("e", "f")).run()
+    assert "e – f: went down 1 time." in texts(app.caption)
+    history = app.dataframe[1].value.to_dict("records")
+    assert [(r["batch"], r["change"]) for r in history] == [(3, "down"), (3, "down"),
+                                                          (1, "up"), (1, "up")]
     assert app.selectbox(key="timeline_batch").value == 3
-    changes = app.dataframe[1].value
+    changes = app.dataframe[2].value
     assert {"op": "-", "fact": "link(@e,f,1)"} in changes.to_dict("records")
 
 
