@@ -18,6 +18,7 @@ from dashboard import data
 from dashboard.sections import routes
 from netrules.errors import NdlogSyntaxError, NetrulesError
 from netrules.facts import format_value
+from netrules.lang import ast, parse_atom
 from netrules.store import queries
 
 __all__ = ["TITLE", "MATRIX_LIMIT", "PAIR_RELATIONS", "pair_relation", "counts_over_time",
@@ -57,6 +58,8 @@ def _query_box(url: str, names: list[str], rel: str | None, arity: int) -> None:
     except NetrulesError as err:
         st.error(str(err))
         return
+    if not facts:
+        _outage(url, text.strip())
     if not names_at:
         verdict = "yes" if facts else "no"
         st.markdown(f"**{verdict}**: `{text.strip()}` {'holds' if facts else 'does not hold'}.")
@@ -65,6 +68,16 @@ def _query_box(url: str, names: list[str], rel: str | None, arity: int) -> None:
     rows = [{v: format_value(f.args[i]) for v, i in names_at.items()} for f in facts[:5_000]]
     st.dataframe(pd.DataFrame(rows, columns=list(names_at)), hide_index=True,
                  key="reach_result")
+
+
+def _outage(url: str, text: str) -> None:
+    """An empty answer naming a node an active incident cut off is an outage, not a "no"."""
+    consts = {str(t.value) for t in parse_atom(text).args
+              if isinstance(t, ast.Const) and isinstance(t.value, str)}
+    inc = next((i for i in data.incidents(url, active_only=True) if consts & i.nodes), None)
+    if inc is not None:
+        st.error(f"Outage: the answer is empty while this incident is active: {inc.title()}",
+                 icon=":material/report:")
 
 
 def _pair(url: str, names: list[str], rel: str) -> None:

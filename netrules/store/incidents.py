@@ -84,6 +84,13 @@ class Incident:
         return sorted({_affected(a) for a in self.alerts})
 
     @property
+    def nodes(self) -> set[str]:
+        """Sources and destinations of the pairs it affects (to tell an outage from an answer
+        that is simply empty)."""
+        return {_plain(a.subject[k]) for a in self.alerts for k in ("src", "dst")
+                if a.subject.get(k) is not None}
+
+    @property
     def links(self) -> list[str]:
         """The links (or facts) behind it, without the +/- of the triggering events."""
         return [c[1:] if c[:1] in "+-" else c for c in self.cause]

@@ -100,6 +100,8 @@ def test_reachability_query_pair_and_matrix(app: AppTest) -> None:
     assert df.to_dict("records") == [{"P": "[a,c,d]", "C": "4"}]
     app.text_input(key="reach_query").set_value("reachable(@f,e)").run()
     assert "**no**" in texts(app.markdown)
+    assert ("Outage: the answer is empty while this incident is active: major: e–f down"
+            in texts(app.error))
 
 
 def test_reachability_large_network_shows_counts_over_time(
