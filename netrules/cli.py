@@ -6,7 +6,6 @@ caret line and exits with status 1; ``--json`` makes output machine-readable.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -457,17 +456,17 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
 @_json_opt
 def query(atom: str, store: str, link_relation: str, as_json: bool) -> None:
     """Facts in the store matching ATOM, e.g. 'reachable(@a,X)' or 'bestPath(@a,d,P,C)'."""
-    from netrules.pipeline import answers
+    from netrules.store import queries
 
     db = _open_store(store, read_only=True)
     try:
         parsed = parse_atom(atom)
-        nodes = answers.known_nodes(db, link_relation)
+        nodes = queries.known_nodes(db, link_relation)
         for t in parsed.args:  # NDlog reads capitalised names as variables
             if isinstance(t, ast.Var) and t.name in nodes:
                 click.echo(f"note: {t.name} is a variable here; write the node as "
                            f"\"{t.name}\"", err=True)
-        facts = answers.query(db, parsed, link_relation)
+        facts = queries.query(db, parsed, link_relation)
     except NetrulesError as err:
         raise _click_error(err) from err
     finally:
@@ -486,7 +485,7 @@ def query(atom: str, store: str, link_relation: str, as_json: bool) -> None:
 @_json_opt
 def why(fact: str, store: str, as_json: bool) -> None:
     """Why FACT holds: its derivation tree from the store, down to base facts."""
-    from netrules.pipeline import answers
+    from netrules.store import queries
 
     db = _open_store(store, read_only=True)
     try:
@@ -494,7 +493,7 @@ def why(fact: str, store: str, as_json: bool) -> None:
         if any(ast.variables_of(t) for t in atom.args):
             raise click.UsageError(f"{fact!r} has variables; `why` explains one ground fact "
                                    f"(find them with `netrules query`)")
-        tree = answers.why(db, atom.ground())
+        tree = queries.why(db, atom.ground())
     except NetrulesError as err:
         raise _click_error(err) from err
     finally:
@@ -511,15 +510,15 @@ def why(fact: str, store: str, as_json: bool) -> None:
 def routes(src: str | None, dst: str | None, store: str, route_relation: str,
            as_json: bool) -> None:
     """Current routes (the route relation, bestPath by default), from SRC and to DST."""
-    from netrules.pipeline import answers
+    from netrules.store import queries
 
     db = _open_store(store, read_only=True)
     try:
-        answers.check_relation_known(db, route_relation)
+        queries.check_relation_known(db, route_relation)
         where = {}
         for pos, node in ((0, src), (1, dst)):
             if node is not None:
-                answers.check_node(db, node)
+                queries.check_node(db, node)
                 where[pos] = node
         rows = db.read_view(route_relation, where=where or None)
     except NetrulesError as err:
@@ -548,11 +547,11 @@ def traceroute(src: str, dst: str, store: str, route_relation: str, link_relatio
                as_json: bool) -> None:
     """Follow the route from SRC to DST hop by hop: each hop's next hop, the cost so far
     and the rule and fact that chose it."""
-    from netrules.pipeline import answers
+    from netrules.store import queries
 
     db = _open_store(store, read_only=True)
     try:
-        trace = answers.traceroute(db, src, dst, route_relation, link_relation)
+        trace = queries.traceroute(db, src, dst, route_relation, link_relation)
     except NetrulesError as err:
         raise _click_error(err) from err
     finally:
@@ -585,21 +584,21 @@ def traceroute(src: str, dst: str, store: str, route_relation: str, link_relatio
 def diff(before: int | None, after: int | None, event_id: str | None, relation: str | None,
          store: str, as_json: bool) -> None:
     """Reachability pairs lost and gained between two batches, from the change log."""
-    from netrules.pipeline import answers
+    from netrules.store import queries
 
     if event_id is None and (before is None or after is None):
         raise click.UsageError("give --before BATCH --after BATCH, or --event ID")
     db = _open_store(store, read_only=True)
     try:
         if event_id is not None:
-            after = answers.batch_of_event(db, event_id)
+            after = queries.batch_of_event(db, event_id)
             before = after - 1
         assert before is not None and after is not None
-        plan = answers.stored_plan(db)
+        plan = queries.stored_plan(db)
         rels = set(db.relations()) | (set(plan.arity) if plan else set())
         relation = relation or next((r for r in ("reachable", "bestPath") if r in rels),
                                     "reachable")
-        lost, gained = answers.reach_diff(db, before, after, relation)
+        lost, gained = queries.reach_diff(db, before, after, relation)
     except NetrulesError as err:
         raise _click_error(err) from err
     finally:
@@ -616,13 +615,36 @@ def diff(before: int | None, after: int | None, event_id: str | None, relation: 
             click.echo(f"{mark} {s} -> {d}")
 
 
+@main.command(name="why-not")
+@click.argument("atom")
+@_store_opt
+@settings.option("link_relation")
+@_json_opt
+def why_not(atom: str, store: str, link_relation: str, as_json: bool) -> None:
+    """Why ATOM's pair has no fact, e.g. 'bestPath("New York","Seattle",P,C)' or
+    'reachable(a,d)': the last fact it had, the batch and base facts whose deletion took it,
+    and why each neighbour of the source cannot offer one."""
+    from netrules.store.whynot import why_not as explain
+
+    db = _open_store(store, read_only=True)
+    try:
+        answer = explain(db, parse_atom(atom), link_relation)
+    except NetrulesError as err:
+        raise _click_error(err) from err
+    finally:
+        db.close()
+    click.echo(json.dumps(answer.to_json()) if as_json else answer.render())
+
+
 @main.command()
-@click.option("--active", is_flag=True, help="Only alerts that have not cleared.")
+@click.option("--active", is_flag=True, help="Only incidents (and alerts) still active.")
 @click.option("--limit", type=int, default=None, help="At most N alerts, newest first.")
 @_store_opt
 @_json_opt
 def alerts(active: bool, limit: int | None, store: str, as_json: bool) -> None:
-    """Alerts in the store, newest first."""
+    """Incidents in the store, newest first, each with the alerts it groups."""
+    from netrules.store.incidents import group_incidents
+
     db = _open_store(store, read_only=True)
     try:
         rows = db.alerts(active_only=active, limit=limit)
@@ -630,37 +652,28 @@ def alerts(active: bool, limit: int | None, store: str, as_json: bool) -> None:
         raise _click_error(err) from err
     finally:
         db.close()
+    incidents = group_incidents(rows)
     if as_json:
-        click.echo(json.dumps([a.to_json() for a in rows]))
+        click.echo(json.dumps({"incidents": [i.to_json() for i in incidents]}))
         return
-    for a in rows:
-        state = ("ACTIVE " if a.state == "active"
-                 else f"cleared in batch {a.cleared_batch}: ")
-        click.echo(f"[batch {a.raised_batch}] {a.severity:<8} {state}{a.message}")
-    click.echo(f"{len(rows)} alert{'s' if len(rows) != 1 else ''}", err=True)
+    for inc in incidents:
+        click.echo(f"[batch {inc.start_batch}] INCIDENT {inc.title()}")
+        for a in inc.alerts:
+            state = ("ACTIVE " if a.state == "active"
+                     else f"cleared in batch {a.cleared_batch}: ")
+            click.echo(f"    [batch {a.raised_batch}] {a.severity:<8} {state}{a.message}")
+    click.echo(f"{len(incidents)} incident{'s' if len(incidents) != 1 else ''}, "
+               f"{len(rows)} alert{'s' if len(rows) != 1 else ''}", err=True)
 
 
-@main.command()
-@_store_opt
-@click.option("--port", type=int, default=8501, show_default=True, help="Port on 127.0.0.1.")
-def dashboard(store: str, port: int) -> None:
-    """Open the Streamlit dashboard on the store (bound to 127.0.0.1)."""
-    import os
-    import subprocess
+def _register_dashboard() -> None:
+    """The one ``dashboard`` command lives with the dashboard (its tests start it the same way)."""
+    from dashboard.commands import dashboard
 
-    import dashboard as dash_pkg
+    main.add_command(dashboard, "dashboard")
 
-    app = Path(dash_pkg.__file__).resolve().parent / "app.py"
-    if not app.is_file():
-        raise click.ClickException(f"no dashboard app at {app}\nHint: install netrules with "
-                                   f"its dashboard (pip install -e \".[test]\")")
-    _open_store(store, read_only=True).close()
-    env = dict(os.environ, NETRULES_STORE=store)
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address",
-           "127.0.0.1", "--server.headless", "true", "--server.port", str(port)]
-    click.echo(f"dashboard on http://127.0.0.1:{port} (Ctrl-C stops it)", err=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        sys.exit(subprocess.call(cmd, env=env))
+
+_register_dashboard()
 
 
 @main.command()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netrules import settings
 from netrules.alerts import AlertRules, WebhookNotifier
 from netrules.errors import StoreError
 from netrules.eventlog import EventLog
@@ -28,31 +29,37 @@ from netrules.store import BatchRecord, Store
 __all__ = ["RunOptions", "RunSummary", "check_program", "run_pipeline"]
 
 
+def _default(name: str) -> Any:
+    return settings.get(name).default
+
+
 @dataclass
 class RunOptions:
-    """Everything a run needs besides the program; defaults are netrules.settings'."""
+    """Everything a run needs besides the program; every default is netrules.settings' (read
+    from its table, never restated, so the CLI and a library caller cannot drift apart)."""
 
-    store: str = "netrules.db"
-    events_dir: str = "netrules-events"
-    checkpoint: str | None = None
-    strategy: str = "auto"
-    engine: str = "reference"
+    store: str = _default("store")
+    events_dir: str = _default("events_dir")
+    checkpoint: str | None = _default("checkpoint")
+    strategy: str = _default("strategy")
+    engine: str = _default("engine")
+    #: None: the Spark session's own default, which honours ``NETRULES_SPARK_MASTER``.
     spark_master: str | None = None
     once: bool = False
     follow: bool = False
     timeout: float | None = None
-    batch_events: int = 500
-    max_files_per_trigger: int = 1
-    trigger: float = 1.0
-    max_derivations: int = 20_000
-    link_relation: str = "link"
-    route_relation: str = "bestPath"
-    reach_relation: str = "reachable"
-    loop_relation: str = "loop"
-    pattern_relations: tuple[str, ...] = ("suspect", "detectable")
+    batch_events: int = _default("batch_events")
+    max_files_per_trigger: int = _default("max_files_per_trigger")
+    trigger: float = _default("trigger")
+    max_derivations: int = _default("max_derivations")
+    link_relation: str = _default("link_relation")
+    route_relation: str = _default("route_relation")
+    reach_relation: str = _default("reach_relation")
+    loop_relation: str = _default("loop_relation")
+    pattern_relations: tuple[str, ...] = tuple(_default("pattern_relations").split(","))
     monitored: frozenset[tuple[Value, Value]] | None = None
-    alert_config: str | None = None
-    webhook: str | None = None
+    alert_config: str | None = _default("alert_config")
+    webhook: str | None = _default("webhook")
 
 
 @dataclass

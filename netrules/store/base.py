@@ -30,10 +30,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from netrules.alerts.rules import Alert
 from netrules.errors import StoreError
 from netrules.eventlog.schema import Event
 from netrules.facts import Fact, Value, value_from_json, value_to_json
+from netrules.store.records import Alert
 from netrules.store.schema import SCHEMA_VERSION, ddl
 
 __all__ = [
@@ -528,6 +528,29 @@ class Store(ABC):
             rows = self._execute(sql, params).fetchall()
         return [Change(int(b), int(s), float(t), op, fact_from_json_args(rel, a, lp))
                 for b, s, t, op, rel, a, lp in rows]
+
+    def changes_matching(self, relation: str, where: Mapping[int, Value],
+                         limit: int | None = None) -> list[Change]:
+        """Change-log rows of ``relation`` whose arguments match ``where``, newest first: the
+        history of one pair (why-not asks when its route went, and a link when it went down)."""
+        conds, params = ["relation = ?"], [check_relation(relation)]
+        for pos, value in sorted(where.items()):
+            if _sql_checkable(value):
+                sql, p = self._arg_match(int(pos), value)
+                conds.append(sql)
+                params.extend(p)
+        sql = ("SELECT batch_id, seq, time, op, relation, args, loc_pos FROM changes WHERE "
+               + " AND ".join(conds) + " ORDER BY batch_id DESC, seq DESC")
+        with self._op("reading the change log"):
+            rows = self._execute(sql, params).fetchall()
+        out = []
+        for b, s, t, op, rel, a, lp in rows:
+            f = fact_from_json_args(rel, a, lp)
+            if all(p < len(f.args) and f.args[p] == v for p, v in where.items()):
+                out.append(Change(int(b), int(s), float(t), op, f))
+                if limit is not None and len(out) >= limit:
+                    break
+        return out
 
     def batches(self, limit: int | None = None) -> list[BatchSummary]:
         """The last ``limit`` batches (all if None) in ascending batch order, for timelines."""
