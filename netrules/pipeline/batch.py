@@ -31,6 +31,7 @@ from netrules.engine.strategies.base import Delta, Derivation
 from netrules.eventlog import Event
 from netrules.facts import Fact, Value
 from netrules.lang import ast
+from netrules.pipeline import bulk
 from netrules.plan import Plan
 from netrules.store import BatchRecord, Store
 
@@ -179,7 +180,7 @@ class BatchProcessor:
             self.engine.apply(fix)
         self.ledger = ledger_extras(self.engine)
         say("indexing stored derivations")
-        for rel in sorted(self.plan.visible):
+        for rel in sorted(self.plan.visible) if self._per_fact_derivations() else ():
             for f in self.store.read_view(rel):
                 ds = self.store.derivations(f)
                 if ds:
@@ -191,6 +192,12 @@ class BatchProcessor:
         self.seen_links = set(self.links) | set(self.topo_pairs)
         return Recovery(self.last_batch, len(base), len(extras), len(self.support),
                         time.perf_counter() - t0)
+
+    def _per_fact_derivations(self) -> bool:
+        """Does this engine's delta come as Fact sets (so stale stored supports are found
+        through the mirror), rather than columns (whose supports say what changed)?"""
+        state = getattr(self.engine, "state", None)
+        return not (state is not None and "program" in getattr(state, "extra", {}))
 
     # -- one batch --------------------------------------------------------------------------
     def process(self, batch_id: int, events: list[Event], *,
@@ -207,12 +214,22 @@ class BatchProcessor:
         updates, ignored = self._updates(fresh)
         delta = self.engine.apply(updates)
         t_engine = time.perf_counter() - t0
-        added, removed = (self._kept(d) for d in delta.facts(self.plan))
         btime = max((e.time for e in fresh), default=self.last_time)
-
-        derivs_added, derivs_removed, n_skipped = self._derivations(added, removed)
+        bulk_rows = None
+        if bulk.is_columnar(delta):
+            # millions of changes stay columns: store rows, alert inputs and derivations are
+            # built from the ids (pipeline/bulk.py)
+            bulk_rows = bulk.store_rows(delta, self.plan, self.keep)  # type: ignore[arg-type]
+            added, removed, view_has = self._alert_inputs(delta)
+            derivs_added, derivs_removed, n_skipped = bulk.derivations(
+                delta, self.plan, self.max_derivations)  # type: ignore[arg-type]
+            derivs_added += self._aggregate_derivations(delta, self.max_derivations
+                                                        - len(derivs_added))
+        else:
+            added, removed = (self._kept(d) for d in delta.facts(self.plan))
+            derivs_added, derivs_removed, n_skipped = self._derivations(added, removed)
+            view_has = view_has_from_store(self.store, self.rules, added, removed)
         link_states = self._link_states(delta)
-        view_has = view_has_from_store(self.store, self.rules, added, removed)
         raised, cleared = self.rules.evaluate(batch_id, btime, added, removed, fresh, view_has,
                                               self.store.active_alert_keys())
         ledger = ledger_extras(self.engine)
@@ -226,10 +243,13 @@ class BatchProcessor:
         })
         for k, v in (extra_stats or {}).items():
             stats[k] = stats.get(k, 0) + v if k == "spark_jobs" else v
-        record = BatchRecord(batch_id=batch_id, time=btime, events=fresh, added=added,
-                             removed=removed, derivations_added=derivs_added,
+        record = BatchRecord(batch_id=batch_id, time=btime, events=fresh,
+                             added={} if bulk_rows else added,
+                             removed={} if bulk_rows else removed,
+                             derivations_added=derivs_added,
                              derivations_removed=derivs_removed, link_states=link_states,
-                             alerts_raised=raised, alerts_cleared=cleared, stats=stats)
+                             alerts_raised=raised, alerts_cleared=cleared, stats=stats,
+                             bulk=bulk_rows)
         stats["seconds"] = round(time.perf_counter() - t0, 6)
         written = self.store.write_batch(record)
         self.last_batch, self.last_time = batch_id, btime
@@ -256,6 +276,33 @@ class BatchProcessor:
                 loc = self.plan.locspec.get(rel, 0)
                 out.append((e.op, Fact(rel, e.fact.args, loc)))
         return out, ignored
+
+    def _alert_inputs(self, delta: Delta) -> tuple[dict[str, list[Fact]],
+                                                   dict[str, list[Fact]], Any]:
+        cfg = self.rules.config
+        keyed: dict[str, tuple[int, ...]] = dict(cfg.route_relations)
+        if cfg.reach_relation:
+            keyed[cfg.reach_relation] = tuple(cfg.reach_key)
+        whole = [*cfg.loop_relations, *cfg.pattern_relations]
+        active = bulk.active_alert_keys(self.store.alerts(active_only=True), keyed)
+        return bulk.alert_inputs(delta, self.plan, keyed, whole, active)  # type: ignore[arg-type]
+
+    def _aggregate_derivations(self, delta: Delta, limit: int
+                               ) -> list[tuple[Fact, str, list[Fact]]]:
+        """Witnesses of added aggregate facts (they keep no supports), ``limit`` at most."""
+        out: list[tuple[Fact, str, list[Fact]]] = []
+        for rel in sorted(self._agg_rules):
+            if rel not in self.plan.visible or rel not in delta.added:
+                continue
+            loc = self.plan.locspec.get(rel, 0)
+            for args in sorted(delta.added[rel], key=lambda a: Fact(rel, a).key()):
+                if len(out) >= limit:
+                    return out
+                f = Fact(rel, args, loc)
+                label, kids = self._aggregate_witness(f, rel)
+                if kids:
+                    out.append((f, label, [k.fact for k in kids]))
+        return out
 
     def _kept(self, facts: dict[str, list[Fact]]) -> dict[str, list[Fact]]:
         return {r: fs for r, fs in facts.items() if r in self.keep and fs}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from netrules.store.base import (
     BatchRecord,
     BatchSummary,
+    BulkRows,
     Change,
     Store,
     TopoLink,
@@ -26,6 +27,7 @@ from netrules.store.url import StoreURL, parse_store_url
 __all__ = [
     "SCHEMA_VERSION",
     "BatchRecord",
+    "BulkRows",
     "BatchSummary",
     "Change",
     "Store",

@@ -197,6 +197,7 @@ class ColumnarProgram:
         """Apply base-fact changes given as rows of ids per relation; returns the net
         (added rows, removed rows) of every relation that changed."""
         self.batch += 1
+        self.supports.touched = []
         ch = _Changes(self.batch)
         self.epoch += 1
         for name, cols in vanished.items():
@@ -560,6 +561,32 @@ class ColumnarProgram:
             body.append((bname, self.values.decode_rows(self.rels[bname].cols[[int(brow)]])[0]))
         label = r.rule.label or str(r.rule.head)
         return label, body
+
+    def supported_changes(self) -> np.ndarray:
+        """Gids of the facts whose kept supports changed in the last batch (distinct)."""
+        t = self.supports.touched
+        return np.unique(np.concatenate(t)) if t else np.empty(0, np.int64)
+
+    def fact_of(self, g: int) -> tuple[str, tuple]:
+        code, row = split_gid(np.int64(g))
+        name = self.names[int(code)]
+        return name, self.values.decode_rows(self.rels[name].cols[[int(row)]])[0]
+
+    def rank_of(self, gids: np.ndarray) -> np.ndarray:
+        code, rows = split_gid(gids)
+        out = np.zeros(len(gids), dtype=np.int64)
+        for c in np.unique(code):
+            m = code == c
+            out[m] = self.rels[self.names[int(c)]].rank[rows[m]]
+        return out
+
+    def alive_gids(self, gids: np.ndarray) -> np.ndarray:
+        code, rows = split_gid(gids)
+        out = np.zeros(len(gids), dtype=bool)
+        for c in np.unique(code):
+            m = code == c
+            out[m] = self.rels[self.names[int(c)]].alive[rows[m]]
+        return out
 
     def nbytes(self) -> dict[str, int]:
         return {"relations": sum(r.nbytes() for r in self.rels.values()),

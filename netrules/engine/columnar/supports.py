@@ -40,6 +40,7 @@ class Supports:
         self.count = 0
         self.by_body = Buckets()
         self.by_head = Buckets()
+        self.touched: list[np.ndarray] = []  # head gids whose supports changed this batch
 
     def _reserve(self, need: int) -> None:
         cap = len(self.alive)
@@ -72,6 +73,7 @@ class Supports:
         used = flat >= 0
         self.by_body.append(flat[used], sid[used])
         self.by_head.append(head, ids)
+        self.touched.append(head)
         return ids
 
     def using(self, gids: np.ndarray) -> np.ndarray:
@@ -88,6 +90,22 @@ class Supports:
     def kill(self, sids: np.ndarray) -> None:
         self.alive[sids] = False
         self.count -= len(sids)
+        self.touched.append(self.head[sids])
+
+    def first_of(self, heads: np.ndarray) -> np.ndarray:
+        """Per head gid, its alive support of least id (the one the store shows), or -1."""
+        out = np.full(len(heads), -1, dtype=np.int64)
+        if not len(heads):
+            return out
+        qi, sids = self.by_head.probe(heads)
+        live = self.alive[sids]
+        qi, sids = qi[live], sids[live]
+        if len(sids):
+            order = np.lexsort((sids, qi))
+            qi, sids = qi[order], sids[order]
+            first = np.r_[True, qi[1:] != qi[:-1]]
+            out[qi[first]] = sids[first]
+        return out
 
     def nbytes(self) -> int:
         per = 8 + 4 + 8 * self.width + 1
@@ -100,5 +118,7 @@ class Supports:
             return
         keep = np.flatnonzero(self.alive[: self.n])
         head, rule, body = self.head[keep], self.rule[keep], self.body[keep]
+        touched = self.touched
         self.__init__(self.width)  # type: ignore[misc]
         self.add(head, rule, body)
+        self.touched = touched

@@ -38,6 +38,7 @@ class Values:
         self._ids: dict[Value, int] = {}
         self._objs: list[Value] = []
         self._cache: np.ndarray | None = None
+        self._json: list[str] = []
 
     def __len__(self) -> int:
         return len(self._objs)
@@ -93,6 +94,19 @@ class Values:
             return [()] * len(cols)
         decoded = [self.decode_column(cols[:, j]) for j in range(cols.shape[1])]
         return list(zip(*decoded, strict=True))
+
+    def json_column(self, ids: np.ndarray) -> list[str]:
+        """Canonical JSON text of each value (the store's form), each distinct value
+        rendered once for the engine's life."""
+        if len(self._json) < len(self._objs):
+            import json
+
+            from netrules.facts import value_to_json
+
+            for v in self._objs[len(self._json):]:
+                self._json.append(json.dumps(value_to_json(v), separators=(",", ":")))
+        texts = self._json
+        return [str(i) if i < SMALL else texts[i - SMALL] for i in ids.tolist()]
 
     def encode_rows(self, rows: Sequence[Sequence[Value]], arity: int) -> np.ndarray:
         out = np.empty((len(rows), arity), dtype=np.int64)

@@ -1,7 +1,7 @@
 """The default strategy: the columnar engine for every program it maintains; for the others
-(recursion through an aggregate, per-view overrides), per-fact PSN while a batch threatens a small part of the view, a
-from-scratch rebuild past the crossover (paper 003 §10: incremental maintenance loses to
-rematerialisation once a batch deletes enough).
+(recursion through an aggregate, per-view overrides), per-fact PSN while a batch threatens a
+small part of the view, a from-scratch rebuild past the crossover (paper 003 §10: incremental
+maintenance loses to rematerialisation once a batch deletes enough).
 
 Why not decide on the batch's size alone: what PSN pays for a deletion is the number of facts
 left without a kept support (the *suspects* it must rederive or delete), and one link can

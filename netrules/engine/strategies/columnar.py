@@ -49,34 +49,50 @@ class ColumnDelta(Delta):
     def __init__(self, prog: ColumnarProgram,
                  changes: dict[str, tuple[np.ndarray, np.ndarray]], stats: BatchStats) -> None:
         self.prog, self.columns, self.stats = prog, changes, stats
-        self._added: dict[str, set[tuple]] | None = None
-        self._removed: dict[str, set[tuple]] | None = None
+        self._added = _Decoded(self, 0)
+        self._removed = _Decoded(self, 1)
 
     def ids(self, relation: str, which: int) -> np.ndarray:
         """The id rows added (``which`` 0) or removed (1) in ``relation``."""
         rows = self.columns[relation][which]
         return self.prog.rels[relation].cols[rows]
 
-    def _decode(self, which: int) -> dict[str, set[tuple]]:
-        return {r: set(self.prog.decode(r, rows[which]))
-                for r, rows in self.columns.items() if len(rows[which])}
-
     @property  # type: ignore[override]
-    def added(self) -> dict[str, set[tuple]]:
-        if self._added is None:
-            self._added = self._decode(0)
+    def added(self) -> Mapping[str, set[tuple]]:
         return self._added
 
     @property  # type: ignore[override]
-    def removed(self) -> dict[str, set[tuple]]:
-        if self._removed is None:
-            self._removed = self._decode(1)
+    def removed(self) -> Mapping[str, set[tuple]]:
         return self._removed
 
     def add(self, key: Any) -> None:  # pragma: no cover - built whole, never grown
         raise TypeError("a ColumnDelta is built whole")
 
     remove = add
+
+
+class _Decoded(Mapping[str, set[tuple]]):
+    """One side of a ColumnDelta as relation -> set of tuples, each relation decoded the
+    first time it is read (the link states read one relation of millions of changes)."""
+
+    def __init__(self, delta: ColumnDelta, which: int) -> None:
+        self.delta, self.which = delta, which
+        self.names = [r for r, rows in delta.columns.items() if len(rows[which])]
+        self.cache: dict[str, set[tuple]] = {}
+
+    def __getitem__(self, rel: str) -> set[tuple]:
+        if rel not in self.cache:
+            if rel not in self.names:
+                raise KeyError(rel)
+            rows = self.delta.columns[rel][self.which]
+            self.cache[rel] = set(self.delta.prog.decode(rel, rows))
+        return self.cache[rel]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 class ColumnarDB:
