@@ -7,6 +7,7 @@ unbound) or an equality test, which is what OverLog programs in the wild mean by
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from netrules.errors import Diagnostic, ProgramError, SourceLoc
@@ -109,6 +110,62 @@ def _resolve_equalities(rule: ast.Rule) -> ast.Rule:
     return replace(rule, body=tuple(new_body))
 
 
+def _local_head(rule: ast.Rule) -> ast.Rule:
+    """``@Local`` in a head the body does not bind means the node the rule runs at (P2): the
+    location of the body's first atom."""
+    head, first = rule.head, next(iter(rule.atoms()), None)
+    term = head.location_term
+    if (not isinstance(term, ast.Var) or term.name != "Local" or first is None
+            or "Local" in set().union(*(ast.variables_of(b) for b in rule.body))):
+        return rule
+    at = first.location_term
+    if not isinstance(at, ast.Var):
+        return rule
+    args = list(head.args)
+    args[head.locspec] = ast.Var(at.name, term.loc)  # type: ignore[index]
+    return replace(rule, head=replace(head, args=tuple(args)))
+
+
+def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
+                 err: Callable[[str, str, SourceLoc | None], None]) -> None:
+    """Constructs of the P2/RapidNet dialect that parse but that the engine cannot run yet:
+    each refused by name at its position, never as a syntax error."""
+    for m in program.materialized:
+        if m.lifetime != float("inf"):
+            err("UNSUPPORTED", f"materialize({m.name}, {int(m.lifetime)}, ...): a finite "
+                "lifetime (soft state) is not supported yet; use infinity", m.loc)
+        if m.size != float("inf"):
+            err("UNSUPPORTED", f"materialize({m.name}, ..., {int(m.size)}, ...): a finite "
+                "table size (eviction) is not supported yet; use infinity", m.loc)
+    for r in rules:
+        if r.delete:
+            err("UNSUPPORTED", f"delete rules (delete {r.head.relation}(...) :- ...) are not "
+                "supported yet", r.loc)
+        for b in r.body:
+            a = b.atom if isinstance(b, ast.Negation) else b
+            if isinstance(a, ast.Atom) and a.relation == "periodic":
+                err("UNSUPPORTED", "periodic(@N, E, Period, ...) timers are not supported yet",
+                    a.loc)
+        for c in _calls(r):
+            if c.name in BUILTINS and BUILTINS[c.name].volatile:
+                err("UNSUPPORTED", f"{c.name}() in a rule is not supported yet: its value "
+                    "depends on when the rule runs, which incremental maintenance cannot undo",
+                    c.loc)
+    mats = {m.name for m in program.materialized}
+    if not mats:
+        return  # netrules' own style: every relation is state
+    derived = {r.head.relation for r in rules} | {f.relation for f in program.facts}
+    first: dict[str, SourceLoc | None] = {}
+    for r in rules:
+        for a in r.atoms():
+            first.setdefault(a.relation, a.loc)
+    for rel, loc in sorted(first.items(), key=lambda kv: str(kv[1])):
+        if rel not in mats and rel not in derived and rel != "periodic":
+            err("UNSUPPORTED", f"{rel} is an event relation (never materialized) fed from "
+                "outside: external events are not supported yet; declare "
+                f"materialize({rel}, infinity, infinity, keys(...)) to keep it as state", loc)
+
+
 def check_program(program: ast.Program) -> ast.Program:
     """Return the program with equalities resolved, or raise ProgramError with every problem."""
     src = program.source
@@ -118,7 +175,8 @@ def check_program(program: ast.Program) -> ast.Program:
             notes: tuple[tuple[SourceLoc | None, str], ...] = ()) -> None:
         diags.append(Diagnostic(code, msg, loc, notes, source=src))
 
-    rules = tuple(_resolve_equalities(r) for r in program.rules)
+    rules = tuple(_local_head(_resolve_equalities(r)) for r in program.rules)
+    _unsupported(program, rules, err)
     arity: dict[str, tuple[int, SourceLoc | None]] = {}
     locspec: dict[str, tuple[int | None, SourceLoc | None]] = {}
 
