@@ -88,23 +88,13 @@ def check(program: str, as_json: bool) -> None:
         click.echo(plan.describe())
 
 
-def _read_facts(path: str | None) -> list[Fact]:
+def _read_facts(path: str | None, plan: Plan | None = None) -> list[Fact]:
     if path is None:
         return []
-    return parse_facts(Path(path).read_text(encoding="utf-8"), path)
-
-
-def _check_relations(plan: Plan, facts: list[Fact], where: str) -> None:
-    from netrules.errors import FactsError
-
-    for f in facts:
-        if f.relation in plan.derived:
-            raise FactsError(f"{where}: {f} asserts a derived relation; only base relations "
-                             f"({', '.join(sorted(plan.base))}) take facts")
-        want = plan.arity.get(f.relation)
-        if want is not None and want != len(f.args):
-            raise FactsError(f"{where}: {f} has {len(f.args)} arguments; {f.relation} takes "
-                             f"{want}")
+    if plan is None:
+        return parse_facts(Path(path).read_text(encoding="utf-8"), path)
+    return parse_facts(Path(path).read_text(encoding="utf-8"), path, arity=plan.arity,
+                       derived=plan.derived)
 
 
 @main.command(name="eval")
@@ -132,14 +122,11 @@ def eval_cmd(program: str, facts_path: str | None, updates_path: str | None, eng
     try:
         prog = load_program_arg(program)
         plan = plan_program(prog)
-        facts = _read_facts(facts_path)
-        _check_relations(plan, facts, facts_path or "<facts>")
+        facts = _read_facts(facts_path, plan)  # an unknown relation or arity: file:line
         batches = None
         if updates_path:
             batches = parse_updates(Path(updates_path).read_text(encoding="utf-8"),
-                                    updates_path)
-            for b in batches:
-                _check_relations(plan, [f for _, f in b], updates_path)
+                                    updates_path, arity=plan.arity, derived=plan.derived)
         results = run_batches(plan, facts, batches, engine=engine, strategy=strategy,
                               shuffle=shuffle, state=state_at)
     except NetrulesError as err:

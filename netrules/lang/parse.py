@@ -7,7 +7,7 @@ so nothing is ever half-loaded.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from importlib import resources
 
@@ -424,8 +424,26 @@ def _check_ground(atom: ast.Atom) -> None:
             raise _Diag.at(f"{atom.relation}: {err}", t) from None
 
 
-def parse_facts(text: str, file: str = "<facts>") -> list[Fact]:
-    """Ground facts, one per statement (``link(@a,b,1).``); anything else is a FactsError."""
+def check_fact(fact: Fact, arity: Mapping[str, int], derived: Collection[str] = ()
+               ) -> str | None:
+    """Why ``fact`` cannot be fed to a program with these relations (None when it can): an
+    unknown relation, a derived one, or the wrong number of arguments."""
+    want = arity.get(fact.relation)
+    if want is None:
+        known = ", ".join(sorted(r for r in arity if r not in derived)) or "(none)"
+        return f"unknown relation {fact.relation}; the program's base relations are {known}"
+    if fact.relation in derived:
+        return (f"{fact} asserts derived relation {fact.relation}; only base relations take "
+                "facts")
+    if want != len(fact.args):
+        return f"{fact} has {len(fact.args)} arguments; {fact.relation} takes {want}"
+    return None
+
+
+def parse_facts(text: str, file: str = "<facts>", *, arity: Mapping[str, int] | None = None,
+                derived: Collection[str] = ()) -> list[Fact]:
+    """Ground facts, one per statement (``link(@a,b,1).``); anything else is a FactsError.
+    With ``arity`` (a plan's), a fact the program cannot take is one too (``check_fact``)."""
     stmts = _parse_statements(text, file)
     out: list[Fact] = []
     for s in stmts:
@@ -439,7 +457,13 @@ def parse_facts(text: str, file: str = "<facts>") -> list[Fact]:
             _check_ground(s.head)
         except _Diag as d:
             raise FactsError(f"{file}:{d.line}:{d.column}: {d}") from None
-        out.append(s.head.ground())
+        fact = s.head.ground()
+        why = check_fact(fact, arity, derived) if arity is not None else None
+        if why:
+            line, col = _pos(s.head)
+            raise FactsError(f"{file}:{line}:{col}: {why}", diagnostics=[
+                Diagnostic("FACTS", why, SourceLoc(file, line, col), source=text)])
+        out.append(fact)
     return out
 
 
@@ -456,16 +480,21 @@ def parse_atom(text: str, file: str = "<query>") -> ast.Atom:
     return stmts[0].atom
 
 
-def parse_updates(text: str, file: str = "<updates>") -> list[list[tuple[str, Fact]]]:
+def parse_updates(text: str, file: str = "<updates>", *, arity: Mapping[str, int] | None = None,
+                  derived: Collection[str] = ()) -> list[list[tuple[str, Fact]]]:
     """Batches of signed facts: lines ``+fact.`` / ``-fact.``, batches separated by ``---``.
 
-    Blank lines and ``//`` or ``#`` comment lines are skipped. Errors name file:line:column.
+    Blank lines and ``//`` or ``#`` comment lines are skipped; an empty batch is kept, so
+    batch N of the result is batch N of the file (a file with no content has none). Errors
+    name file:line:column; with ``arity``, so does a fact the program cannot take.
     """
     batches: list[list[tuple[str, Fact]]] = [[]]
+    content = False
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith(("//", "#")):
             continue
+        content = True
         if line.startswith("---"):
             batches.append([])
             continue
@@ -483,5 +512,9 @@ def parse_updates(text: str, file: str = "<updates>") -> list[list[tuple[str, Fa
             raise FactsError(f"{file}:{lineno}:{c}: {detail}") from None
         if len(facts) != 1:
             raise FactsError(f"{file}:{lineno}:{col}: expected exactly one fact on the line")
+        why = check_fact(facts[0], arity, derived) if arity is not None else None
+        if why:
+            raise FactsError(f"{file}:{lineno}:{col + 1}: {why}", diagnostics=[
+                Diagnostic("FACTS", why, SourceLoc(file, lineno, col + 1), source=text)])
         batches[-1].append((sign, facts[0]))
-    return [b for b in batches if b] if any(batches) else []
+    return batches if content else []

@@ -154,17 +154,18 @@ def _fact_events(ops: list[tuple[str, Fact]], start: int) -> list[Event]:
             for i, (op, f) in enumerate(ops)]
 
 
-def test_restart_keeps_pending_deletions_and_repeats(tmp_path) -> None:
-    """A deletion that arrives before its insertion, and an insertion seen twice, survive a
-    restart: the ledger's balances ride in the batch stats."""
+def test_restart_keeps_last_writer_wins_state(tmp_path) -> None:
+    """Base facts are state (issue 21): the latest event per link wins, and the ledger's
+    stamps and tombstones survive a restart, so an old event arriving late still loses."""
     ab, cd, bc = (Fact("link", t) for t in (("a", "b", 1), ("c", "d", 1), ("b", "c", 1)))
     phases = [[("-", ab), ("+", bc)], [("+", cd)], [("+", cd)], [("+", ab), ("-", cd)]]
+    late = Event("late:1", 0.5, "late", EventKind.FACT, "+", cd)  # older than -cd at t=5
     results = []
     for restart in (False, True):
         events, db = tmp_path / f"ev{restart}", tmp_path / f"s{restart}.db"
         n = 0
-        for ops in phases:
-            EventLog(events).append(_fact_events(ops, n))
+        for ops in [*phases, []]:
+            EventLog(events).append(_fact_events(ops, n) if ops else [late])
             n += len(ops)
             if restart:
                 run(REACH, db, events, once=True, tmp=tmp_path)
@@ -174,8 +175,8 @@ def test_restart_keeps_pending_deletions_and_repeats(tmp_path) -> None:
             results.append(s.snapshot())
             assert s.meta().get("ledger_pending", "[]") == "[]"
     assert results[0] == results[1]
-    # -ab then +ab cancel (ab stays absent); +cd twice then -cd leaves cd present
-    assert sorted(map(tuple, results[1]["reachable"])) == [("b", "c"), ("b", "d"), ("c", "d")]
+    # -ab (t=0) then +ab (t=4): up; +cd twice then -cd (t=5): down, and the late +cd loses
+    assert sorted(map(tuple, results[1]["reachable"])) == [("a", "b"), ("a", "c"), ("b", "c")]
 
 
 def test_replayed_batch_id_and_applied_events_are_skipped(tmp_path) -> None:
