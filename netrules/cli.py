@@ -338,6 +338,9 @@ def _write_source(*, topology: str | None, scenario: str | None, seed: int | Non
 @click.option("--json", "as_json", is_flag=True,
               help="At the end print the run summary, the views and the active alerts as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print alerts as they fire.")
+@click.option("--strict", is_flag=True,
+              help="Stop at the first event the program cannot take (unknown relation, wrong "
+                   "arity) instead of counting it.")
 def run(program: str, topology: str | None, scenario: str | None, seed: int | None,
         fail_link: tuple[tuple[str, str], ...], at: float, random_failures: str | None,
         tick: float, capture_file: str | None, iface: str | None, events_src: str | None,
@@ -346,7 +349,7 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
         batch_events: int, max_files_per_trigger: int, trigger: float, max_derivations: int,
         monitor: tuple[str, ...], webhook: str | None, alert_config: str | None,
         link_relation: str, route_relation: str, reach_relation: str, loop_relation: str,
-        pattern_relations: str, as_json: bool, quiet: bool) -> None:
+        pattern_relations: str, as_json: bool, quiet: bool, strict: bool) -> None:
     """Run PROGRAM over a source, through the event log, into the store; print alerts as
     they fire.
 
@@ -398,12 +401,16 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
             route_relation=route_relation, reach_relation=reach_relation,
             loop_relation=loop_relation,
             pattern_relations=tuple(p for p in pattern_relations.split(",") if p),
-            monitored=_monitor_pairs(monitor), alert_config=alert_config, webhook=webhook)
+            monitored=_monitor_pairs(monitor), alert_config=alert_config, webhook=webhook,
+            strict=strict)
         progress = _Progress(enabled=not as_json)
         summary = run_pipeline(
             plan, db, opts, on_batch=_batch_printer(quiet or as_json),
             on_bad_line=lambda msg: click.echo(f"warning: {msg}", err=True),
-            on_progress=progress)
+            on_progress=progress,
+            on_ignored=lambda kind, where, why: click.echo(
+                f"warning: {where}: {why}; events like it are counted in the batch stats "
+                f"(ignored.{kind}), not applied (--strict stops instead)", err=True))
         progress.close()
         active = db.alerts(active_only=True)
         if as_json:

@@ -30,6 +30,7 @@ from netrules.alerts import AlertConfig, AlertRules, view_has_from_store
 from netrules.alerts.rules import Alert
 from netrules.engine.ledger import BaseLedger
 from netrules.engine.strategies.base import Delta, Derivation
+from netrules.errors import EventLogError
 from netrules.eventlog import Event
 from netrules.facts import Fact, Value
 from netrules.lang import ast
@@ -128,8 +129,13 @@ class BatchProcessor:
     """Applies batches to one engine and writes each, atomically, to one store.
 
     ``on_batch(record, written)`` is called after every batch (the CLI prints alerts there);
-    ``notifier(raised, cleared, batch_id)`` posts alerts (the webhook).
+    ``notifier(raised, cleared, batch_id)`` posts alerts (the webhook). Events the program
+    cannot take (unknown relation, wrong arity) are counted in the batch stats, and the first
+    of each kind is kept in ``ignored_at`` (kind -> (where, why)); with ``strict`` the first
+    one is an error and its batch is not applied.
     """
+
+    strict = False
 
     def __init__(self, plan: Plan, engine: EngineLike, store: Store, rules: AlertRules, *,
                  link_relation: str = "link", max_derivations: int = 20_000,
@@ -145,6 +151,7 @@ class BatchProcessor:
         self.notifier = notifier
         self.keep = plan.visible | plan.base
         self.last_batch: int | None = None
+        self.ignored_at: dict[str, tuple[str, str]] = {}
         self.last_time = 0.0
         self.ledger: list[tuple[Fact, int]] = []  # pending deletions, as last published
         # the store's one kept support per fact, mirrored so a removal finds the facts whose
@@ -255,10 +262,18 @@ class BatchProcessor:
         out, ignored = [], Counter()
         for e in events:
             rel = e.fact.relation
+            kind = None
             if rel not in self.plan.base:
-                ignored[rel if rel not in self.plan.derived else f"derived:{rel}"] += 1
+                kind = rel if rel not in self.plan.derived else f"derived:{rel}"
             elif self.plan.arity.get(rel) != len(e.fact.args):
-                ignored[f"arity:{rel}"] += 1
+                kind = f"arity:{rel}"
+            if kind is not None:
+                if self.strict:
+                    raise EventLogError(f"{e.where or e.id}: {_ignored_why(kind, e, self.plan)}"
+                                        " (--strict)")
+                ignored[kind] += 1
+                self.ignored_at.setdefault(kind, (e.where or f"event {e.id}",
+                                                  _ignored_why(kind, e, self.plan)))
             else:
                 loc = self.plan.locspec.get(rel, 0)
                 out.append((e.op, Fact(rel, e.fact.args, loc), e.time, _seq(e), e.source))
@@ -372,6 +387,16 @@ class BatchProcessor:
             c = float(cost) if isinstance(cost, int | float) else None
             out[(a, b)] = (a, b, c, "up" if up else "down")
         return [out[k] for k in sorted(out)]
+
+
+def _ignored_why(kind: str, e: Event, plan: Plan) -> str:
+    """What is wrong with an event the program cannot take."""
+    rel = e.fact.relation
+    if kind.startswith("arity:"):
+        return f"{e.fact} has {len(e.fact.args)} arguments; {rel} takes {plan.arity.get(rel)}"
+    if kind.startswith("derived:"):
+        return f"{e.fact} asserts derived relation {rel}"
+    return f"unknown relation {rel} in {e.fact}"
 
 
 def _seq(e: Event) -> int:
