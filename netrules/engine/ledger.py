@@ -23,6 +23,13 @@ Keys: with ``materialize(link, ..., keys(1,2))`` the register is the key's value
 location argument always among them: every node holds its own table); a newer ``+link(@a,b,7)``
 replaces ``link(@a,b,1)``, and a newer deletion of either empties the key.
 
+Soft state: a base relation declared with a finite lifetime
+(``materialize(link, 30, infinity, keys(1,2))``) holds a fact only while its latest insertion
+is younger than the lifetime on the ledger's clock, the latest event time seen: an insertion
+at t lasts until t + lifetime unless a newer insertion refreshes it. Expiry is a deletion like
+any other (``apply`` reports the facts that expired as vanished) and depends only on the
+events and the clock, so a replay expires the same facts at the same batches.
+
 *Pending deletions* are registers whose latest write is a deletion of something never
 inserted (no insertion, older or newer, has reached the register): the orphans a collector
 should look at. A deletion that an older insertion arrives after still wins (it is newer) and
@@ -55,10 +62,13 @@ class _Write:
 class BaseLedger:
     """The current base facts, one last-writer-wins register per fact or key."""
 
-    def __init__(self, keys: Mapping[str, tuple[int, ...]] | None = None) -> None:
+    def __init__(self, keys: Mapping[str, tuple[int, ...]] | None = None,
+                 lifetimes: Mapping[str, float] | None = None) -> None:
         """``keys``: relation -> 0-based argument positions forming its key (see ``for_plan``);
-        a relation not named is keyed by all its arguments."""
+        a relation not named is keyed by all its arguments. ``lifetimes``: relation -> seconds
+        an insertion lasts (soft state); a relation not named lasts until deleted."""
         self.keys: dict[str, tuple[int, ...]] = dict(keys or {})
+        self.lifetimes: dict[str, float] = dict(lifetimes or {})
         self.regs: dict[tuple, _Write] = {}
         self.clock = 0.0
         self.arrivals = 0
@@ -69,15 +79,19 @@ class BaseLedger:
         """A ledger keyed as ``plan`` declares its base relations (``materialize ... keys``),
         the location argument always part of a key."""
         keys: dict[str, tuple[int, ...]] = {}
+        derived = getattr(plan, "derived", ())
         for rel, ks in getattr(plan, "keys", {}).items():
-            if rel in getattr(plan, "derived", ()):
+            if rel in derived:
                 continue
             pos = {k - 1 for k in ks}
             loc = getattr(plan, "locspec", {}).get(rel)
             if loc is not None:
                 pos.add(loc)
             keys[rel] = tuple(sorted(pos))
-        return cls(keys)
+        program = getattr(plan, "program", None)
+        lifetimes = {m.name: m.lifetime for m in getattr(program, "materialized", ())
+                     if m.lifetime != float("inf") and m.name not in derived}
+        return cls(keys, lifetimes)
 
     # -- reading -------------------------------------------------------------------------
     def _reg(self, fact: Fact) -> tuple:
@@ -86,16 +100,25 @@ class BaseLedger:
             return (fact.relation, fact.args)
         return (fact.relation, tuple(fact.args[p] for p in pos))
 
+    def _live(self, w: _Write | None, clock: float) -> Fact | None:
+        """The fact a register holds at ``clock`` (None: deleted, or expired soft state)."""
+        if w is None or w.sign != "+":
+            return None
+        life = self.lifetimes.get(w.fact.relation)
+        if life is not None and w.order[0][0] + life <= clock:
+            return None
+        return w.fact
+
     def present(self) -> set[Fact]:
-        return {w.fact for w in self.regs.values() if w.sign == "+"}
+        return {f for w in self.regs.values() if (f := self._live(w, self.clock)) is not None}
 
     def __len__(self) -> int:
         """How many base facts are present."""
-        return sum(1 for w in self.regs.values() if w.sign == "+")
+        return len(self.present()) if self.lifetimes else sum(
+            1 for w in self.regs.values() if w.sign == "+")
 
     def holds(self, fact: Fact) -> bool:
-        w = self.regs.get(self._reg(fact))
-        return w is not None and w.sign == "+" and w.fact == fact
+        return self._live(self.regs.get(self._reg(fact)), self.clock) == fact
 
     def pending_deletions(self) -> dict[Fact, int]:
         """Deletions of facts no insertion has reached (orphans), each counted once."""
@@ -131,12 +154,13 @@ class BaseLedger:
         before: dict[tuple, Fact | None] = {}
         now: dict[tuple, _Write] = {}
         stale: Counter[str] = Counter()
+        start = self.clock
         for item in batch:
             sign, fact, order = self._order(item)
             reg = self._reg(fact)
             old = now.get(reg) or self.regs.get(reg)
             if reg not in before:
-                before[reg] = old.fact if old is not None and old.sign == "+" else None
+                before[reg] = self._live(self.regs.get(reg), start)
             seen = (old is not None and old.inserted) or sign == "+"
             if old is not None and order <= old.order:
                 stale["duplicates" if order == old.order else "superseded"] += 1
@@ -144,9 +168,14 @@ class BaseLedger:
                     now[reg] = _Write(old.order, old.sign, old.fact, True)
                 continue
             now[reg] = _Write(order, sign, fact, seen)
+        if self.lifetimes and self.clock > start:  # soft state the clock moved past expires
+            for reg, w in self.regs.items():
+                if reg not in now and w.fact.relation in self.lifetimes:
+                    before[reg] = self._live(w, start)
+                    now[reg] = w
         appeared, vanished = set(), set()
         for reg, w in now.items():
-            was, is_ = before[reg], (w.fact if w.sign == "+" else None)
+            was, is_ = before[reg], self._live(w, self.clock)
             if was != is_:
                 if was is not None:
                     vanished.add(was)
@@ -180,6 +209,6 @@ class BaseLedger:
 
     def copy(self) -> BaseLedger:
         """An independent ledger in the same state (to roll back a failed batch)."""
-        other = BaseLedger(self.keys)
+        other = BaseLedger(self.keys, self.lifetimes)
         other.regs, other.clock, other.arrivals = dict(self.regs), self.clock, self.arrivals
         return other

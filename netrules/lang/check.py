@@ -130,10 +130,12 @@ def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
                  err: Callable[[str, str, SourceLoc | None], None]) -> None:
     """Constructs of the P2/RapidNet dialect that parse but that the engine cannot run yet:
     each refused by name at its position, never as a syntax error."""
+    derived = {r.head.relation for r in rules}
     for m in program.materialized:
-        if m.lifetime != float("inf"):
+        if m.lifetime != float("inf") and m.name in derived:
             err("UNSUPPORTED", f"materialize({m.name}, {int(m.lifetime)}, ...): a finite "
-                "lifetime (soft state) is not supported yet; use infinity", m.loc)
+                "lifetime (soft state) on a derived relation is not supported yet (base "
+                "relations may have one); use infinity", m.loc)
         if m.size != float("inf"):
             err("UNSUPPORTED", f"materialize({m.name}, ..., {int(m.size)}, ...): a finite "
                 "table size (eviction) is not supported yet; use infinity", m.loc)
@@ -154,7 +156,7 @@ def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
     mats = {m.name for m in program.materialized}
     if not mats:
         return  # netrules' own style: every relation is state
-    derived = {r.head.relation for r in rules} | {f.relation for f in program.facts}
+    derived |= {f.relation for f in program.facts}
     first: dict[str, SourceLoc | None] = {}
     for r in rules:
         for a in r.atoms():

@@ -124,3 +124,52 @@ def test_stale_updates_reach_the_batch_stats() -> None:
     stats = eng.apply([("+", f, 1.0, 0, "s"), ("-", f, 0.5, 0, "s")]).stats
     assert (stats.ledger_duplicates, stats.ledger_superseded) == (1, 1)
     assert eng.contains(f)
+
+
+# soft state ------------------------------------------------------------------------------
+
+SOFT = plan_program(parse_program("""
+materialize(link, 10, infinity, keys(1,2)).
+materialize(reach, infinity, infinity, keys(1,2)).
+r1 reach(@S,D) :- link(@S,D,C).
+r2 reach(@S,D) :- link(@S,Z,C), reach(@Z,D).
+""", "soft.ndlog"))
+
+
+def test_a_link_whose_refreshes_stop_expires() -> None:
+    eng = Engine(SOFT, "psn")
+    eng.apply([("+", link("a", "b"), 0.0, 1, "c"), ("+", link("b", "c"), 0.0, 2, "c")])
+    eng.apply([("+", link("a", "b"), 8.0, 3, "c")])  # a refresh; b-c is not refreshed
+    assert {f.args for f in eng.view("reach")} == {("a", "b"), ("b", "c"), ("a", "c")}
+    d = eng.apply([("+", link("c", "d"), 10.0, 4, "c")])  # the clock passes 0 + 10
+    assert d.removed["link"] == {("b", "c", 1)}
+    assert {f.args for f in eng.view("reach")} == {("a", "b"), ("c", "d")}
+    eng.apply([("+", link("x", "y"), 18.0, 5, "c")])  # and 8 + 10
+    assert {f.args for f in eng.view("reach")} == {("c", "d"), ("x", "y")}
+
+
+def _soft_oracle(stream: list[tuple]) -> set[Fact]:
+    regs: dict[tuple, tuple] = {}
+    for s, f, t, seq, src in stream:
+        reg = f.args[:2]
+        key = (t, 0, src, seq, s == "-")
+        if reg not in regs or key > regs[reg][0]:
+            regs[reg] = (key, s, f)
+    clock = max((u[2] for u in stream), default=0.0)
+    return {f for (t, *_), s, f in regs.values() if s == "+" and t + 10 > clock}
+
+
+@settings(max_examples=80, deadline=None)
+@given(stream=events, data=st.data())
+def test_soft_state_is_exact_and_order_free(stream, data) -> None:
+    """Whatever the batching and order, the links are those whose latest event is an
+    insertion younger than the lifetime at the last event's time, and the views follow."""
+    shuffled = data.draw(st.permutations(stream))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=3)))
+    eng = Engine(SOFT, data.draw(st.sampled_from(["psn", "dred", "auto", "counting"])))
+    for i, j in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+        eng.apply(shuffled[i:j])
+        now = eng.state.ledger.present()
+        assert {r: set(v) for r, v in eng.views().items() if v} == {
+            r: set(v) for r, v in evaluate_program(SOFT, now).items() if v}
+    assert eng.state.ledger.present() == _soft_oracle(stream)

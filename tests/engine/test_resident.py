@@ -115,12 +115,12 @@ def test_failed_batch_changes_nothing(spark) -> None:
     plan = plan_program(parse_program(PATHS))
     links = [Fact("link", (a, b, 1)) for a, b in [("a", "b"), ("b", "c"), ("c", "d")]]
     eng = ResidentEngine(plan, links, spark=spark, parts=2)
-    before, balance = eng.views(), eng.ledger.balance.copy()
+    before, ledger = eng.views(), eng.ledger.snapshot()
     bad = Fact("link", ("d", "e", "x"))
     with pytest.raises(EvalError, match=r"<program>:3:1: '\+' expects a number.*not applied"):
         eng.apply([("-", links[0]), ("+", bad)])
     assert eng.views() == before
-    assert eng.ledger.balance == balance
+    assert eng.ledger.snapshot() == ledger
     eng.apply([("-", links[0])])
     assert _sets(eng.views()) == _sets(evaluate_program(plan, set(links[1:])))
 

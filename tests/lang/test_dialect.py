@@ -84,8 +84,9 @@ def test_local_head_binds_the_body_location() -> None:
 REFUSED = [
     ("delete", "materialize(l, infinity, infinity, keys(1)).\n"
      "d1 delete l(@X,Y) :- l(@X,Y), Y > 3.", "delete rules", (2, 1)),
-    ("lifetime", "materialize(l, 10, infinity, keys(1)).\nq(@X) :- l(@X,Y).",
-     "finite lifetime (soft state)", (1, 1)),
+    ("lifetime", "materialize(q, 10, infinity, keys(1)).\nq(@X) :- l(@X,Y).\n"
+     "materialize(l, 10, infinity, keys(1)).", "finite lifetime (soft state) on a derived",
+     (1, 1)),
     ("size", "materialize(l, infinity, 100, keys(1)).\nq(@X) :- l(@X,Y).",
      "finite table size", (1, 1)),
     ("periodic", "materialize(l, infinity, infinity, keys(1)).\n"

@@ -229,3 +229,32 @@ def test_eval_and_run_agree(tmp_path_factory, stream, cuts) -> None:
         got = s.snapshot()
     for rel in ("link", "reachable"):
         assert sorted(map(tuple, got.get(rel, []))) == sorted(f.args for f in want.get(rel, []))
+
+
+def test_soft_state_expires_on_the_event_clock_across_a_restart(tmp_path) -> None:
+    """A link with a 10 s lifetime whose refreshes stop is gone once events pass its
+    expiry, with what rested on it; the same with a restart between batches (replay)."""
+    from netrules.lang.parse import parse_program
+
+    soft = plan_program(parse_program(
+        "materialize(link, 10, infinity, keys(1,2)).\n"
+        "r1 reach(@S,D) :- link(@S,D,C).\nr2 reach(@S,D) :- link(@S,Z,C), reach(@Z,D).\n",
+        "soft.ndlog"))
+    ab, bc, cd = (Fact("link", t) for t in (("a", "b", 1), ("b", "c", 1), ("c", "d", 1)))
+    phases = [[(0.0, ab), (0.0, bc)], [(8.0, ab)], [(12.0, cd)]]
+    results = []
+    for restart in (False, True):
+        events, db = tmp_path / f"ev{restart}", tmp_path / f"s{restart}.db"
+        n = 0
+        for ops in phases:
+            EventLog(events).append([Event(f"c:{n + i}", t, "c", EventKind.FACT, "+", f)
+                                     for i, (t, f) in enumerate(ops)])
+            n += len(ops)
+            if restart:
+                run(soft, db, events, once=True, tmp=tmp_path)
+        if not restart:
+            run(soft, db, events, once=True, tmp=tmp_path)
+        with open_store(str(db), read_only=True) as s:
+            results.append(s.snapshot())
+    assert results[0] == results[1]
+    assert sorted(map(tuple, results[1]["reach"])) == [("a", "b"), ("c", "d")]

@@ -103,9 +103,10 @@ class State:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # strategies build a bare ledger; base relations' declared keys make it replace
-        if not self.ledger.keys and not self.ledger.regs:
-            self.ledger.keys = BaseLedger.for_plan(self.plan).keys
+        # strategies build a bare ledger: base relations' declared keys and lifetimes apply
+        if not self.ledger.keys and not self.ledger.lifetimes and not self.ledger.regs:
+            planned = BaseLedger.for_plan(self.plan)
+            self.ledger.keys, self.ledger.lifetimes = planned.keys, planned.lifetimes
 
     def views(self) -> dict[str, list[Fact]]:
         return {r: self.db.facts(r, self.plan.locspec.get(r, 0))
