@@ -67,11 +67,21 @@ def main() -> None:
 @main.command()
 @click.argument("program")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def check(program: str, as_json: bool) -> None:
+@click.option("--facts", "facts_path", type=click.Path(exists=True, dir_okay=False),
+              help="Also check a facts file against the program (relations, arities).")
+@click.option("--updates", "updates_path", type=click.Path(exists=True, dir_okay=False),
+              help="Also check an updates file against the program.")
+def check(program: str, as_json: bool, facts_path: str | None, updates_path: str | None
+          ) -> None:
     """Parse and plan PROGRAM (a file or a shipped program name); print strata and localized
-    rules, or every error with its location (exit status 1)."""
+    rules, or every error with its location (exit status 1). With --facts/--updates, a fact
+    for an unknown relation or with the wrong arity is an error naming its file and line."""
     try:
         plan = plan_program(load_program_arg(program))
+        _read_facts(facts_path, plan)
+        if updates_path:
+            parse_updates(Path(updates_path).read_text(encoding="utf-8"), updates_path,
+                          arity=plan.arity, derived=plan.derived)
     except NetrulesError as err:
         _fail(err)
         return

@@ -357,6 +357,7 @@ class Program:
     source: str = field(default="", compare=False, repr=False)
     written: tuple[Rule, ...] = field(default=(), compare=False, repr=False)
     patterns: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
+    fact_locs: tuple[SourceLoc | None, ...] = field(default=(), compare=False, repr=False)
 
     def __str__(self) -> str:
         out = [str(m) for m in self.materialized]

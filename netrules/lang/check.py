@@ -200,8 +200,9 @@ def check_program(program: ast.Program) -> ast.Program:
             a = b.atom if isinstance(b, ast.Negation) else b
             if isinstance(a, ast.Atom):
                 see(a.relation, a.arity, a.locspec, a.loc)
-    for f in program.facts:
-        see(f.relation, len(f.args), f.loc, None)
+    locs = program.fact_locs or (None,) * len(program.facts)
+    for f, floc in zip(program.facts, locs, strict=True):
+        see(f.relation, len(f.args), f.loc, floc)
     for m in program.materialized:
         if m.name in arity:
             bad = [k for k in m.keys if not 1 <= k <= arity[m.name][0]]

@@ -389,7 +389,7 @@ def _parse_program(text: str, file: str, written: str, origin: Origin | None,
     from netrules.lang.patterns import compile_patterns
 
     stmts = _parse_statements(text, file, origin, sources)
-    rules, facts, mats, queries = [], [], [], []
+    rules, facts, mats, queries, fact_locs = [], [], [], [], []
     diags: list[Diagnostic] = []
     for s in stmts:
         if isinstance(s, ast.Materialize):
@@ -400,6 +400,7 @@ def _parse_program(text: str, file: str, written: str, origin: Origin | None,
             try:
                 _check_ground(s.head)
                 facts.append(s.head.ground())
+                fact_locs.append(s.head.loc)
             except _Diag as d:
                 loc = d.where(file, origin)
                 diags.append(Diagnostic("PROGRAM", str(d), loc, source=sources.get(loc.file)))
@@ -408,7 +409,8 @@ def _parse_program(text: str, file: str, written: str, origin: Origin | None,
     if diags:
         raise ProgramError(f"{len(diags)} error(s) in {file}", diagnostics=diags,
                            code=diags[0].code)
-    program = ast.Program(tuple(rules), tuple(facts), tuple(mats), tuple(queries), file, written)
+    program = ast.Program(tuple(rules), tuple(facts), tuple(mats), tuple(queries), file, written,
+                          fact_locs=tuple(fact_locs))
     return check_program(compile_patterns(program))
 
 

@@ -116,3 +116,25 @@ def test_eval_refuses_updates_the_program_cannot_take(tmp_path, text, where, mes
     u.write_text(text)
     r = run("eval", "reachability", "--updates", str(u))
     assert r.exit_code == 1 and f"{tmp_path / where}" in r.output and message in r.output
+
+
+def test_check_refuses_facts_and_updates_the_program_cannot_take(tmp_path) -> None:
+    f = tmp_path / "f.facts"
+    f.write_text("link(@a,b,1).\nlink(@a,b).\n")
+    r = run("check", "reachability", "--facts", str(f))
+    assert r.exit_code == 1 and f"{f}:2:1" in r.output and "link takes 3" in r.output
+    u = tmp_path / "u.upd"
+    u.write_text("+link(@a,b,1).\n---\n-route(@a,b,1).\n")
+    r = run("check", "reachability", "--updates", str(u))
+    assert r.exit_code == 1 and f"{u}:3:2" in r.output and "unknown relation route" in r.output
+    u.write_text("+link(@a,b,1).\n")
+    assert run("check", "reachability", "--updates", str(u), "--facts", str(u)).exit_code == 1
+    f.write_text("link(@a,b,1).\n")
+    assert run("check", "reachability", "--facts", str(f)).exit_code == 0
+
+
+def test_check_locates_a_program_fact_of_the_wrong_arity(tmp_path) -> None:
+    p = tmp_path / "p.ndlog"
+    p.write_text("r(@X,Y) :- link(@X,Y,C).\n  link(@a,b).\n")
+    r = run("check", str(p))
+    assert r.exit_code == 1 and f"{p}:2:3: error[ARITY]" in r.output
