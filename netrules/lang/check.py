@@ -140,6 +140,11 @@ def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
             err("UNSUPPORTED", f"materialize({m.name}, ..., {int(m.size)}, ...): a finite "
                 "table size (eviction) is not supported yet; use infinity", m.loc)
     for r in rules:
+        at = r.head.location_term
+        if isinstance(at, ast.Var) and at.name == "Broadcast" and not any(
+                "Broadcast" in ast.variables_of(b) for b in r.body):
+            err("UNSUPPORTED", "@Broadcast (every node with a link from this one) is not "
+                "supported yet", at.loc or r.head.loc)
         if r.delete:
             err("UNSUPPORTED", f"delete rules (delete {r.head.relation}(...) :- ...) are not "
                 "supported yet", r.loc)
@@ -156,6 +161,13 @@ def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
     mats = {m.name for m in program.materialized}
     if not mats:
         return  # netrules' own style: every relation is state
+    for r in rules:
+        agg = r.head.aggregate()
+        events = [a for a in r.atoms() if a.relation not in mats]
+        if agg is not None and agg[1].func == "COUNT" and events:
+            err("UNSUPPORTED", f"a_COUNT over event relation {events[0].relation} (a count of "
+                "the matches at that moment, 0 when none match) is not supported yet",
+                agg[1].loc)
     derived |= {f.relation for f in program.facts}
     first: dict[str, SourceLoc | None] = {}
     for r in rules:
@@ -255,7 +267,8 @@ def check_program(program: ast.Program) -> ast.Program:
                 kind = "negated atom" if isinstance(lit, ast.Negation) else "condition"
                 err("UNSAFE", f"variable {v} in this {kind} is not bound by any positive body "
                     f"atom or assignment", lit.loc)
-        for v in sorted(ast.variables_of(r.head) - bound_vars):
+        refused = {"Broadcast"} if str(r.head.location_term) == "Broadcast" else set()
+        for v in sorted(ast.variables_of(r.head) - bound_vars - refused):
             err("UNSAFE", f"head variable {v} of {r.head.relation} is not bound by the body",
                 r.head.loc)
     if diags:

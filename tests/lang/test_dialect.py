@@ -95,6 +95,11 @@ REFUSED = [
      "t(@X,T) :- l(@X,Y), T := f_now().", "f_now()", (2, 26)),
     ("f_rand", "materialize(l, infinity, infinity, keys(1)).\n"
      "t(@X,T) :- l(@X,Y), T := f_rand().", "f_rand()", (2, 26)),
+    ("count_event", "materialize(l, infinity, infinity, keys(1)).\n"
+     "r2 c(@X,Y,a_COUNT<*>) :- eAdd(@X,Y), l(@X,Z).\n"
+     "r1 eAdd(@X,Y) :- l(@X,Z), Y := 1.", "a_COUNT over event relation eAdd", (2, 11)),
+    ("broadcast", "materialize(l, infinity, infinity, keys(1)).\n"
+     "e(@Broadcast,Y) :- l(@Y).", "@Broadcast", (2, 4)),
     ("event", "materialize(q, infinity, infinity, keys(1)).\n"
      "q(@X) :- eTick(@X,Y).", "eTick is an event relation", (2, 10)),
 ]
