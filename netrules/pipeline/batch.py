@@ -96,8 +96,8 @@ def alert_config_for(plan: Plan, *, route_relation: str = "bestPath",
 
 
 def _ledger_of(engine: EngineLike) -> BaseLedger | None:
-    state = getattr(engine, "state", None)
-    return getattr(state, "ledger", None) or getattr(engine, "ledger", None)
+    ledger = getattr(getattr(engine, "state", None), "ledger", None)
+    return ledger if ledger is not None else getattr(engine, "ledger", None)
 
 
 def ledger_extras(engine: EngineLike) -> dict[str, Any]:

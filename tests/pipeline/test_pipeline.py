@@ -258,3 +258,17 @@ def test_soft_state_expires_on_the_event_clock_across_a_restart(tmp_path) -> Non
             results.append(s.snapshot())
     assert results[0] == results[1]
     assert sorted(map(tuple, results[1]["reach"])) == [("a", "b"), ("c", "d")]
+
+
+def test_a_tombstone_alone_survives_a_restart(tmp_path) -> None:
+    """With no base fact present the ledger still holds a deletion's stamp: an older
+    insertion arriving after the restart loses to it."""
+    ab = Fact("link", ("a", "b", 1))
+    events, db = tmp_path / "ev", tmp_path / "s.db"
+    EventLog(events).append([Event("c:2", 5.0, "c", EventKind.FACT, "-", ab)])
+    run(REACH, db, events, once=True, tmp=tmp_path)
+    EventLog(events).append([Event("c:1", 1.0, "c", EventKind.FACT, "+", ab)])
+    run(REACH, db, events, once=True, tmp=tmp_path)
+    with open_store(str(db), read_only=True) as s:
+        assert not s.snapshot().get("link") and not s.snapshot().get("reachable")
+        assert s.batches(limit=1)[-1].stats["ledger_superseded"] == 1
