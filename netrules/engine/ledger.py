@@ -120,6 +120,14 @@ class BaseLedger:
     def holds(self, fact: Fact) -> bool:
         return self._live(self.regs.get(self._reg(fact)), self.clock) == fact
 
+    @property
+    def balance(self) -> dict[Fact, int]:
+        """The counting ledger's view, for callers written against it: 1 per present fact,
+        -1 per pending deletion (read-only; the registers are the state)."""
+        out = {f: -1 for f in self.pending_deletions()}
+        out.update({f: 1 for f in self.present()})
+        return out
+
     def pending_deletions(self) -> dict[Fact, int]:
         """Deletions of facts no insertion has reached (orphans), each counted once."""
         return {w.fact: 1 for w in self.regs.values() if w.sign == "-" and not w.inserted}

@@ -173,3 +173,9 @@ def test_soft_state_is_exact_and_order_free(stream, data) -> None:
         assert {r: set(v) for r, v in eng.views().items() if v} == {
             r: set(v) for r, v in evaluate_program(SOFT, now).items() if v}
     assert eng.state.ledger.present() == _soft_oracle(stream)
+
+
+def test_balance_view_for_counting_callers() -> None:
+    led = BaseLedger()
+    led.apply([("+", link("a", "b")), ("-", link("x", "y"))])
+    assert led.balance == {link("a", "b"): 1, link("x", "y"): -1}
