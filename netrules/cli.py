@@ -72,11 +72,21 @@ def main(verbose: bool) -> None:
 @main.command()
 @click.argument("program")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def check(program: str, as_json: bool) -> None:
+@click.option("--facts", "facts_path", type=click.Path(exists=True, dir_okay=False),
+              help="Also check a facts file against the program (relations, arities).")
+@click.option("--updates", "updates_path", type=click.Path(exists=True, dir_okay=False),
+              help="Also check an updates file against the program.")
+def check(program: str, as_json: bool, facts_path: str | None, updates_path: str | None
+          ) -> None:
     """Parse and plan PROGRAM (a file or a shipped program name); print strata and localized
-    rules, or every error with its location (exit status 1)."""
+    rules, or every error with its location (exit status 1). With --facts/--updates, a fact
+    for an unknown relation or with the wrong arity is an error naming its file and line."""
     try:
         plan = plan_program(load_program_arg(program))
+        _read_facts(facts_path, plan)
+        if updates_path:
+            parse_updates(Path(updates_path).read_text(encoding="utf-8"), updates_path,
+                          arity=plan.arity, derived=plan.derived)
     except NetrulesError as err:
         _fail(err)
         return
@@ -93,23 +103,13 @@ def check(program: str, as_json: bool) -> None:
         click.echo(plan.describe())
 
 
-def _read_facts(path: str | None) -> list[Fact]:
+def _read_facts(path: str | None, plan: Plan | None = None) -> list[Fact]:
     if path is None:
         return []
-    return parse_facts(Path(path).read_text(encoding="utf-8"), path)
-
-
-def _check_relations(plan: Plan, facts: list[Fact], where: str) -> None:
-    from netrules.errors import FactsError
-
-    for f in facts:
-        if f.relation in plan.derived:
-            raise FactsError(f"{where}: {f} asserts a derived relation; only base relations "
-                             f"({', '.join(sorted(plan.base))}) take facts")
-        want = plan.arity.get(f.relation)
-        if want is not None and want != len(f.args):
-            raise FactsError(f"{where}: {f} has {len(f.args)} arguments; {f.relation} takes "
-                             f"{want}")
+    if plan is None:
+        return parse_facts(Path(path).read_text(encoding="utf-8"), path)
+    return parse_facts(Path(path).read_text(encoding="utf-8"), path, arity=plan.arity,
+                       derived=plan.derived)
 
 
 @main.command(name="eval")
@@ -137,14 +137,11 @@ def eval_cmd(program: str, facts_path: str | None, updates_path: str | None, eng
     try:
         prog = load_program_arg(program)
         plan = plan_program(prog)
-        facts = _read_facts(facts_path)
-        _check_relations(plan, facts, facts_path or "<facts>")
+        facts = _read_facts(facts_path, plan)  # an unknown relation or arity: file:line
         batches = None
         if updates_path:
             batches = parse_updates(Path(updates_path).read_text(encoding="utf-8"),
-                                    updates_path)
-            for b in batches:
-                _check_relations(plan, [f for _, f in b], updates_path)
+                                    updates_path, arity=plan.arity, derived=plan.derived)
         results = run_batches(plan, facts, batches, engine=engine, strategy=strategy,
                               shuffle=shuffle, state=state_at)
     except NetrulesError as err:
@@ -357,6 +354,9 @@ def _write_source(*, topology: str | None, scenario: str | None, seed: int | Non
 @click.option("--json", "as_json", is_flag=True,
               help="At the end print the run summary, the views and the active alerts as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print alerts as they fire.")
+@click.option("--strict", is_flag=True,
+              help="Stop at the first event the program cannot take (unknown relation, wrong "
+                   "arity) instead of counting it.")
 def run(program: str, topology: str | None, scenario: str | None, seed: int | None,
         fail_link: tuple[tuple[str, str], ...], at: float, random_failures: str | None,
         tick: float, capture_file: str | None, iface: str | None, events_src: str | None,
@@ -365,7 +365,7 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
         batch_events: int, max_files_per_trigger: int, trigger: float, max_derivations: int,
         monitor: tuple[str, ...], webhook: str | None, alert_config: str | None,
         link_relation: str, route_relation: str, reach_relation: str, loop_relation: str,
-        pattern_relations: str, as_json: bool, quiet: bool) -> None:
+        pattern_relations: str, as_json: bool, quiet: bool, strict: bool) -> None:
     """Run PROGRAM over a source, through the event log, into the store; print alerts as
     they fire.
 
@@ -417,12 +417,16 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
             route_relation=route_relation, reach_relation=reach_relation,
             loop_relation=loop_relation,
             pattern_relations=tuple(p for p in pattern_relations.split(",") if p),
-            monitored=_monitor_pairs(monitor), alert_config=alert_config, webhook=webhook)
+            monitored=_monitor_pairs(monitor), alert_config=alert_config, webhook=webhook,
+            strict=strict)
         progress = _Progress(enabled=not as_json)
         summary = run_pipeline(
             plan, db, opts, on_batch=_batch_printer(quiet or as_json),
             on_bad_line=lambda msg: click.echo(f"warning: {msg}", err=True),
-            on_progress=progress)
+            on_progress=progress,
+            on_ignored=lambda kind, where, why: click.echo(
+                f"warning: {where}: {why}; events like it are counted in the batch stats "
+                f"(ignored.{kind}), not applied (--strict stops instead)", err=True))
         progress.close()
         active = db.alerts(active_only=True)
         if as_json:

@@ -7,9 +7,10 @@ with a batch id and the batch's events; everything that makes a restart exact li
   micro-batch Spark replays after a crash is not applied twice;
 * events the store already applied (by id) are dropped, so a log replayed under another
   checkpoint or batching adds nothing;
-* the base-fact ledger's non-unit balances (pending deletions, duplicate assertions) ride in
-  the batch's stats, committed in the same transaction as the views, so :meth:`recover`
-  rebuilds exactly the engine state the last committed batch left.
+* the base-fact ledger's state (one last-writer-wins register per fact, with its event stamp:
+  ``BaseLedger.snapshot``) rides in the batch's stats, committed in the same transaction as
+  the views, so :meth:`recover` rebuilds exactly the engine state the last committed batch
+  left, tombstones included (an older event arriving after a restart still loses).
 
 Caveat: derivations are one kept support per fact and, after a restart, may name a different
 (equally valid) support than an uninterrupted run would; views, change log and alerts are
@@ -27,7 +28,9 @@ from typing import Any, Protocol
 
 from netrules.alerts import AlertConfig, AlertRules, view_has_from_store
 from netrules.alerts.rules import Alert
+from netrules.engine.ledger import BaseLedger
 from netrules.engine.strategies.base import Delta, Derivation
+from netrules.errors import EventLogError
 from netrules.eventlog import Event
 from netrules.facts import Fact, Value
 from netrules.lang import ast
@@ -42,7 +45,7 @@ __all__ = ["EngineLike", "EngineFactory", "BatchProcessor", "alert_config_for",
 class EngineLike(Protocol):
     """The façade both engines offer (netrules.engine.engine.Engine and the Spark one)."""
 
-    def apply(self, batch: Iterable[tuple[str, Fact]]) -> Delta: ...
+    def apply(self, batch: Iterable[tuple]) -> Delta: ...
     def load(self, facts: Iterable[Fact]) -> Delta: ...
     def explain(self, fact: Fact) -> Derivation | None: ...
     def query(self, atom: ast.Atom) -> list[Fact]: ...
@@ -93,14 +96,19 @@ def alert_config_for(plan: Plan, *, route_relation: str = "bestPath",
     )
 
 
-def ledger_extras(engine: EngineLike) -> list[tuple[Fact, int]]:
-    """Base facts whose balance is not 1: pending deletions (< 0) and repeats (> 1)."""
+def _ledger_of(engine: EngineLike) -> BaseLedger | None:
     ledger = getattr(getattr(engine, "state", None), "ledger", None)
-    if ledger is not None:
-        items = [(f, n) for f, n in ledger.balance.items() if n != 1]
-    else:
-        items = [(f, -n) for f, n in engine.pending_deletions().items()]
-    return sorted(items, key=lambda x: x[0].key())
+    return ledger if ledger is not None else getattr(engine, "ledger", None)
+
+
+def ledger_extras(engine: EngineLike) -> dict[str, Any]:
+    """The engine's base-fact ledger as ``BaseLedger.snapshot`` data (what a restart needs)."""
+    ledger = _ledger_of(engine)
+    return ledger.snapshot() if ledger is not None else {}
+
+
+def _pending(engine: EngineLike) -> list[tuple[Fact, int]]:
+    return sorted(engine.pending_deletions().items(), key=lambda x: x[0].key())
 
 
 def _ledger_json(items: list[tuple[Fact, int]]) -> list[list]:
@@ -122,8 +130,13 @@ class BatchProcessor:
     """Applies batches to one engine and writes each, atomically, to one store.
 
     ``on_batch(record, written)`` is called after every batch (the CLI prints alerts there);
-    ``notifier(raised, cleared, batch_id)`` posts alerts (the webhook).
+    ``notifier(raised, cleared, batch_id)`` posts alerts (the webhook). Events the program
+    cannot take (unknown relation, wrong arity) are counted in the batch stats, and the first
+    of each kind is kept in ``ignored_at`` (kind -> (where, why)); with ``strict`` the first
+    one is an error and its batch is not applied.
     """
+
+    strict = False
 
     def __init__(self, plan: Plan, engine: EngineLike, store: Store, rules: AlertRules, *,
                  link_relation: str = "link", max_derivations: int = 20_000,
@@ -139,8 +152,9 @@ class BatchProcessor:
         self.notifier = notifier
         self.keep = plan.visible | plan.base
         self.last_batch: int | None = None
+        self.ignored_at: dict[str, tuple[str, str]] = {}
         self.last_time = 0.0
-        self.ledger: list[tuple[Fact, int]] = []
+        self.ledger: list[tuple[Fact, int]] = []  # pending deletions, as last published
         # the store's one kept support per fact, mirrored so a removal finds the facts whose
         # support it breaks
         self.support: dict[Fact, tuple[str, tuple[Fact, ...]]] = {}
@@ -166,19 +180,17 @@ class BatchProcessor:
         say(f"loading {len(base)} base facts")
         if base:
             self.engine.load(base)
-        extras: list[tuple[Fact, int]] = []
+        snap: dict[str, Any] = {}
         if self.last_batch is not None:
             last = self.store.batches(limit=1)
             if last:
                 self.last_time = last[-1].time
-                extras = [(Fact.from_json(f), int(n))
-                          for f, n in last[-1].stats.get("ledger", [])]
-        fix: list[tuple[str, Fact]] = []
-        for f, n in extras:
-            fix.extend([("+", f)] * (n - 1) if n > 1 else [("-", f)] * (-n))
-        if fix:
-            self.engine.apply(fix)
-        self.ledger = ledger_extras(self.engine)
+                snap = last[-1].stats.get("ledger") or {}
+        ledger = _ledger_of(self.engine)
+        if isinstance(snap, dict) and snap and ledger is not None:
+            ledger.restore(snap)  # the stored base facts are exactly its present ones
+        extras = snap.get("regs", []) if isinstance(snap, dict) else []
+        self.ledger = _pending(self.engine)
         say("indexing stored derivations")
         for rel in sorted(self.plan.visible) if self._per_fact_derivations() else ():
             for f in self.store.read_view(rel):
@@ -232,14 +244,14 @@ class BatchProcessor:
         link_states = self._link_states(delta)
         raised, cleared = self.rules.evaluate(batch_id, btime, added, removed, fresh, view_has,
                                               self.store.active_alert_keys())
-        ledger = ledger_extras(self.engine)
+        ledger = _pending(self.engine)
         bad = list(bad_lines)
         stats: dict[str, Any] = dict(delta.stats.as_dict())
         stats.update({
             "events": len(fresh), "duplicates": len(events) - len(fresh),
             "ignored": dict(ignored), "bad_lines": bad[:20], "bad_line_count": len(bad),
             "derivations": len(derivs_added), "derivations_skipped": n_skipped,
-            "engine_seconds": round(t_engine, 6), "ledger": _ledger_json(ledger),
+            "engine_seconds": round(t_engine, 6), "ledger": ledger_extras(self.engine),
         })
         for k, v in (extra_stats or {}).items():
             stats[k] = stats.get(k, 0) + v if k == "spark_jobs" else v
@@ -262,19 +274,29 @@ class BatchProcessor:
             self.on_batch(record, written)
         return record
 
-    def _updates(self, events: list[Event]) -> tuple[list[tuple[str, Fact]], Counter[str]]:
-        """Signed base facts; events for relations the program lacks are counted, not applied
-        (a capture reports sessions and neighbours a reachability program has no use for)."""
+    def _updates(self, events: list[Event]) -> tuple[list[tuple], Counter[str]]:
+        """Signed base facts stamped with their event's time, sequence number and source
+        (``ledger.Update``: the latest event per fact wins); events for relations the program
+        lacks are counted, not applied (a capture reports sessions and neighbours a
+        reachability program has no use for)."""
         out, ignored = [], Counter()
         for e in events:
             rel = e.fact.relation
+            kind = None
             if rel not in self.plan.base:
-                ignored[rel if rel not in self.plan.derived else f"derived:{rel}"] += 1
+                kind = rel if rel not in self.plan.derived else f"derived:{rel}"
             elif self.plan.arity.get(rel) != len(e.fact.args):
-                ignored[f"arity:{rel}"] += 1
+                kind = f"arity:{rel}"
+            if kind is not None:
+                if self.strict:
+                    raise EventLogError(f"{e.where or e.id}: {_ignored_why(kind, e, self.plan)}"
+                                        " (--strict)")
+                ignored[kind] += 1
+                self.ignored_at.setdefault(kind, (e.where or f"event {e.id}",
+                                                  _ignored_why(kind, e, self.plan)))
             else:
                 loc = self.plan.locspec.get(rel, 0)
-                out.append((e.op, Fact(rel, e.fact.args, loc)))
+                out.append((e.op, Fact(rel, e.fact.args, loc), e.time, _seq(e), e.source))
         return out, ignored
 
     def _alert_inputs(self, delta: Delta) -> tuple[dict[str, list[Fact]],
@@ -412,6 +434,22 @@ class BatchProcessor:
             c = float(cost) if isinstance(cost, int | float) else None
             out[(a, b)] = (a, b, c, "up" if up else "down")
         return [out[k] for k in sorted(out)]
+
+
+def _ignored_why(kind: str, e: Event, plan: Plan) -> str:
+    """What is wrong with an event the program cannot take."""
+    rel = e.fact.relation
+    if kind.startswith("arity:"):
+        return f"{e.fact} has {len(e.fact.args)} arguments; {rel} takes {plan.arity.get(rel)}"
+    if kind.startswith("derived:"):
+        return f"{e.fact} asserts derived relation {rel}"
+    return f"unknown relation {rel} in {e.fact}"
+
+
+def _seq(e: Event) -> int:
+    """The per-source sequence number an event id ends with (``source:seq``), else 0."""
+    tail = e.id.rpartition(":")[2]
+    return int(tail) if tail.isdigit() else 0
 
 
 def _witness(engine: EngineLike, rule: ast.Rule, f: Fact) -> list[Fact] | None:

@@ -241,3 +241,42 @@ def test_a_flapping_link_is_one_incident(tmp_path) -> None:
     assert len(inc["alerts"]) == 3 * 4  # n0,n1 <-> n2 lost three times ...
     assert len(inc["affected"]) == 4    # ... four pairs
     assert "flapped 3×" in inc["title"]
+
+
+def _log_with_bad_events(d: Path) -> Path:
+    from netrules.eventlog import Event, EventKind, EventLog
+    from netrules.facts import Fact
+
+    facts = [Fact("link", ("a", "b", 1)), Fact("lnk", ("a", "b", 1)), Fact("lnk", ("b", "c", 1)),
+             Fact("link", ("a", "c")), Fact("link", ("b", "c", 1))]
+    EventLog(d).append([Event(f"t:{i}", float(i), "t", EventKind.FACT, "+", f)
+                        for i, f in enumerate(facts)])
+    return d
+
+
+def test_run_counts_events_it_cannot_take_and_names_them_once(tmp_path) -> None:
+    ev = _log_with_bad_events(tmp_path / "ev")
+    r = CliRunner().invoke(main, ["run", "reachability", "--events", str(ev), "--once",
+                                  "--json", "--store", str(tmp_path / "s.db")])
+    assert r.exit_code == 0, r.output
+    warnings = [line for line in r.output.splitlines() if line.startswith("warning:")]
+    seg = next(ev.glob("events-*.jsonl"))
+    assert warnings == [
+        f"warning: {seg}:2: unknown relation lnk in lnk(@a,b,1); events like it are counted "
+        "in the batch stats (ignored.lnk), not applied (--strict stops instead)",
+        f"warning: {seg}:4: link(@a,c) has 2 arguments; link takes 3; events like it are "
+        "counted in the batch stats (ignored.arity:link), not applied (--strict stops instead)"]
+    out = json.loads(r.output.strip().splitlines()[-1])
+    assert sorted(map(tuple, out["views"]["reachable"])) == [("a", "b"), ("a", "c"), ("b", "c")]
+    with open_store(str(tmp_path / "s.db"), read_only=True) as s:
+        assert s.batches(limit=1)[-1].stats["ignored"] == {"lnk": 2, "arity:link": 1}
+
+
+def test_run_strict_stops_at_the_first_and_commits_nothing(tmp_path) -> None:
+    ev = _log_with_bad_events(tmp_path / "ev")
+    r = cli("run", "reachability", "--events", ev, "--once", "--strict",
+            "--store", tmp_path / "s.db")
+    seg = next(ev.glob("events-*.jsonl"))
+    assert r.exit_code == 1 and f"{seg}:2: unknown relation lnk in lnk(@a,b,1)" in r.output
+    with open_store(str(tmp_path / "s.db"), read_only=True) as s:
+        assert s.last_batch_id() is None

@@ -30,7 +30,7 @@ def test_overlog_dialect_features() -> None:
     text = """
     // P2 / RapidNet style
     materialize(link, infinity, infinity, keys(1,2)).
-    materialize(path, 100, 50, keys(1,2,3)).
+    materialize(path, infinity, infinity, keys(1,2,3)).
     /* multi-line
        comment */
     sp1 path(@S,D,P,C) :- link(@S,D,C), P := f_append(S), Q := f_concat(P, D), f_size(Q) > 0.

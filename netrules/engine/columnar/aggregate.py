@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netrules.engine.columnar.joins import Join, Reader, Table, compile_join
+from netrules.engine.columnar.joins import Join, Reader, Table, compile_join, head_columns
 from netrules.engine.columnar.values import SMALL
 from netrules.facts import sort_key
 from netrules.lang import ast
@@ -32,8 +32,9 @@ __all__ = ["AggRule", "why_not_aggregate", "maintain_aggregate"]
 
 def why_not_aggregate(rule: ast.Rule) -> str | None:
     pos, agg = rule.head.aggregate()  # type: ignore[misc]
+    g = rule.grouping
     for i, t in enumerate(rule.head.args):
-        if i != pos and not isinstance(t, ast.Var | ast.Const):
+        if g is not None and i in g.group and not isinstance(t, ast.Var | ast.Const):
             return f"the aggregate head of `{rule}` groups by an expression ({t})"
     if agg.var is None and agg.func != "COUNT":
         return f"`{rule}` aggregates nothing"
@@ -51,9 +52,14 @@ class AggRule:
             if isinstance(lit, ast.Negation):
                 nv = frozenset(ast.variables_of(lit.atom))
                 self.negs.append((lit.atom, compile_join(rule, None, nv)))
-        self.group_pos = [i for i in range(len(rule.head.args)) if i != self.pos]
+        g = rule.grouping
+        assert g is not None
+        # a row per group (the planner's grouping, ``Rule.grouping``); payload arguments come
+        # from a binding achieving the extreme: an arg-min
+        self.group_pos = list(g.group)
+        self.payload_pos = list(g.payload)
         gv = frozenset(t.name for i, t in enumerate(rule.head.args)
-                       if i != self.pos and isinstance(t, ast.Var) and t.name != "_")
+                       if i in g.group and isinstance(t, ast.Var) and t.name != "_")
         self.by_group = compile_join(rule, None, gv)
         self.group_vars = sorted(gv)
         self.body_vars = sorted(set().union(*(ast.variables_of(lit) for lit in rule.body)))
@@ -162,6 +168,8 @@ def _aggregate(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray) -> np.nda
     else:
         raw = tab.vars[ar.agg.var.name]  # type: ignore[union-attr]
         rank, by_rank = _order_rank(prog, raw)
+        if ar.payload_pos:
+            return _arg_extreme(ar, prog, tab, groups, inv, gs, rank, raw, width)
         best = np.full(len(gs), -1 if func == "MAX" else np.iinfo(np.int64).max, np.int64)
         (np.maximum if func == "MAX" else np.minimum).at(best, inv, rank)
         out_vals = by_rank[best]
@@ -169,6 +177,30 @@ def _aggregate(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray) -> np.nda
     heads[:, ar.pos] = out_vals
     for k, i in enumerate(ar.group_pos):
         heads[:, i] = groups[gs, k]
+    return heads
+
+
+def _arg_extreme(ar: AggRule, prog: ColumnarProgram, tab: Table, groups: np.ndarray,
+                 inv: np.ndarray, gs: np.ndarray, rank: np.ndarray, raw: np.ndarray,
+                 width: int) -> np.ndarray:
+    """Per group, the binding with the extreme value and, among those, the smallest payload
+    by ``sort_key`` (``reference.best_pair``'s rule)."""
+    pay = head_columns(ar.rule, prog.values, tab, skip=ar.pos)[:, ar.payload_pos]
+    uniq, pinv = np.unique(pay, axis=0, return_inverse=True)
+    pinv = pinv.reshape(-1)
+    decoded = prog.values.decode_rows(uniq)
+    order = sorted(range(len(uniq)), key=lambda k: sort_key(tuple(decoded[k])))
+    prank = np.empty(len(uniq), dtype=np.int64)
+    prank[order] = np.arange(len(uniq))
+    vkey = -rank if ar.agg.func == "MAX" else rank
+    pick = np.lexsort((prank[pinv], vkey, inv))
+    first = pick[np.r_[True, inv[pick][1:] != inv[pick][:-1]]]
+    heads = np.zeros((len(gs), width), dtype=np.int64)
+    heads[:, ar.pos] = raw[first]
+    for k, i in enumerate(ar.group_pos):
+        heads[:, i] = groups[gs, k]
+    for k, i in enumerate(ar.payload_pos):
+        heads[:, i] = pay[first, k]
     return heads
 
 

@@ -59,15 +59,8 @@ def materialize(plan: Plan, facts: Iterable[Fact] = (), *,
 
 def _net_change(state: State, batch: list[tuple[str, Fact]]) -> tuple[list[Fact], list[Fact]]:
     """(base facts the batch makes appear, base facts it makes vanish), ledger untouched."""
-    bal: dict[Fact, int] = {}
-    for sign, f in batch:
-        bal[f] = bal.get(f, 0) + (1 if sign == "+" else -1)
-    appear, vanish = [], []
-    for f, d in bal.items():
-        before = state.ledger.balance.get(f, 0)
-        if (before > 0) != (before + d > 0):
-            (appear if before + d > 0 else vanish).append(f)
-    return appear, vanish
+    appear, vanish = state.ledger.preview(batch)
+    return sorted(appear, key=Fact.key), sorted(vanish, key=Fact.key)
 
 
 def suspects(state: State, vanished: Iterable[FactKey], limit: int | None = None) -> int:
@@ -109,7 +102,7 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
     batch = check_batch(state.plan, batch)
     appear, vanish = _net_change(state, batch)
     facts = max(1, state.fact_count())
-    base = max(1, sum(1 for n in state.ledger.balance.values() if n > 0))
+    base = max(1, len(state.ledger))
     limit = int(THRESHOLD * facts)
     inserted = len(appear) / base
     lost = 0

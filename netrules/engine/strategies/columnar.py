@@ -187,7 +187,7 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
     stats.rederived = prog.stats["rederived"] - before["rederived"]
     stats.added = int(sum(len(a) for a, _ in changes.values()))
     stats.removed = int(sum(len(r) for _, r in changes.values()))
-    stats.pending_deletions = sum(1 for n in state.ledger.balance.values() if n < 0)
+    stats.pending_deletions = len(state.ledger.pending_deletions())
     stats.seconds = time.perf_counter() - t0
     return ColumnDelta(prog, changes, stats)
 
