@@ -76,26 +76,28 @@ def _group_cols(ar: AggRule, prog: ColumnarProgram, tab: Table) -> np.ndarray:
     return np.stack(cols, axis=1) if cols else np.zeros((tab.n, 0), dtype=np.int64)
 
 
-def _touched(ar: AggRule, prog: ColumnarProgram, ch: _Changes) -> np.ndarray:
-    """Group rows (ids of the head's non-aggregate arguments) whose bindings changed."""
-    new: Reader = lambda rel, rows: rel.alive[rows]  # noqa: E731
-    batch = ch.batch
-    old: Reader = lambda rel, rows: rel.was_alive(rows, batch)  # noqa: E731
-    found = []
+Rows = dict[str, np.ndarray]
+
+
+def tables_from(ar: AggRule, prog: ColumnarProgram, pos: Rows, neg: Rows, read: Reader
+                ) -> list[Table]:
+    """Body bindings over ``read`` that use a row of ``pos`` (at a positive atom) or meet a
+    row of ``neg`` (at a negated atom)."""
+    out = []
     for i, atom in enumerate(ar.atoms):
-        add, rem = ch.net(prog.rels[atom.relation])
-        for rows, read in ((add, new), (rem, old)):
-            if len(rows):
-                tab = prog.start(ar.rule, atom, rows, i)
-                tab = ar.by_start[i].run(prog.rels, prog.values, tab, lambda j, r=read: r, read)
-                found.append(_group_cols(ar, prog, tab))
+        rows = pos.get(atom.relation)
+        if rows is not None and len(rows):
+            tab = prog.start(ar.rule, atom, rows, i)
+            out.append(ar.by_start[i].run(prog.rels, prog.values, tab, lambda j: read, read))
     for atom, join in ar.negs:
-        add, rem = ch.net(prog.rels[atom.relation])
-        for rows, read in ((rem, new), (add, old)):
-            if len(rows):
-                tab = prog.start(ar.rule, atom, rows, None)
-                tab = join.run(prog.rels, prog.values, tab, lambda j, r=read: r, read)
-                found.append(_group_cols(ar, prog, tab))
+        rows = neg.get(atom.relation)
+        if rows is not None and len(rows):
+            tab = prog.start(ar.rule, atom, rows, None)
+            out.append(join.run(prog.rels, prog.values, tab, lambda j: read, read))
+    return [t for t in out if t.n]
+
+
+def _distinct_groups(ar: AggRule, found: list[np.ndarray]) -> np.ndarray:
     if not found:
         return np.zeros((0, len(ar.group_pos)), dtype=np.int64)
     groups = np.concatenate(found)
@@ -104,6 +106,29 @@ def _touched(ar: AggRule, prog: ColumnarProgram, ch: _Changes) -> np.ndarray:
     elif len(groups):
         groups = groups[:1]
     return groups
+
+
+def touched_groups(ar: AggRule, prog: ColumnarProgram, d_in: Rows, a_in: Rows,
+                   before: Reader, after: Reader) -> np.ndarray:
+    """Groups with a binding that stopped holding (over ``before``) or started (``after``),
+    when ``d_in`` left the input and ``a_in`` joined it."""
+    found = [_group_cols(ar, prog, t)
+             for t in tables_from(ar, prog, d_in, a_in, before)
+             + tables_from(ar, prog, a_in, d_in, after)]
+    return _distinct_groups(ar, found)
+
+
+def _touched(ar: AggRule, prog: ColumnarProgram, ch: _Changes) -> np.ndarray:
+    """Group rows (ids of the head's group arguments) whose bindings changed in the batch."""
+    new: Reader = lambda rel, rows: rel.alive[rows]  # noqa: E731
+    batch = ch.batch
+    old: Reader = lambda rel, rows: rel.was_alive(rows, batch)  # noqa: E731
+    d_in: Rows = {}
+    a_in: Rows = {}
+    for name in {a.relation for a in ar.atoms} | {a.relation for a, _ in ar.negs}:
+        add, rem = ch.net(prog.rels[name])
+        d_in[name], a_in[name] = rem, add
+    return touched_groups(ar, prog, d_in, a_in, old, new)
 
 
 def _order_rank(prog: ColumnarProgram, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -118,9 +143,11 @@ def _order_rank(prog: ColumnarProgram, vals: np.ndarray) -> tuple[np.ndarray, np
     return rank_of[inv], uniq[order]
 
 
-def _aggregate(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray) -> np.ndarray:
-    """The head rows of the given groups over the new view (groups with no binding vanish)."""
-    new: Reader = lambda rel, rows: rel.alive[rows]  # noqa: E731
+def aggregate_groups(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
+                     read: Reader | None = None) -> np.ndarray:
+    """The head rows of the given groups over ``read`` (default: the alive view); a group
+    with no binding has no row."""
+    new: Reader = read or (lambda rel, rows: rel.alive[rows])
     tab = Table(len(groups))
     keep = np.ones(len(groups), dtype=bool)
     for k, i in enumerate(ar.group_pos):
@@ -204,25 +231,39 @@ def _arg_extreme(ar: AggRule, prog: ColumnarProgram, tab: Table, groups: np.ndar
     return heads
 
 
+def group_rows(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(probe index, alive row) of the head rows of the given groups."""
+    rel = prog.rels[ar.rule.head.relation]
+    pos = tuple(ar.group_pos)
+    if pos:
+        qi, rows = rel.probe(pos, [groups[:, k] for k in range(len(pos))])
+        live = rel.alive[rows]
+        return qi[live], rows[live]
+    rows = rel.alive_rows()
+    return np.zeros(len(rows), np.int64), rows
+
+
+def regroup(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
+            read: Reader | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(rows that go, rows that come) when the given groups are aggregated afresh over
+    ``read`` and compared with the alive rows of those groups."""
+    rel = prog.rels[ar.rule.head.relation]
+    heads = aggregate_groups(ar, prog, groups, read)
+    _, old = group_rows(ar, prog, groups)
+    new_rows = rel.rows_for(heads) if len(heads) else np.empty(0, np.int64)
+    keep = np.zeros(rel.n, dtype=bool)
+    keep[new_rows] = True
+    return np.unique(old[~keep[old]]), np.unique(new_rows[~rel.alive[new_rows]])
+
+
 def maintain_aggregate(ar: AggRule, prog: ColumnarProgram, ch: _Changes) -> None:
     """Replace the head rows of every group the batch touched by the group's new value."""
     groups = _touched(ar, prog, ch)
     if not len(groups):
         return
     rel = prog.rels[ar.rule.head.relation]
-    heads = _aggregate(ar, prog, groups)
-    # the old rows of those groups
-    pos = tuple(ar.group_pos)
-    if pos:
-        qi, old = rel.probe(pos, [groups[:, k] for k in range(len(pos))])
-        old = old[rel.alive[old]]
-    else:
-        old = rel.alive_rows()
-    new_rows = rel.rows_for(heads) if len(heads) else np.empty(0, np.int64)
-    keep = np.zeros(rel.n, dtype=bool)
-    keep[new_rows] = True
-    gone = np.unique(old[~keep[old]])
-    came = np.unique(new_rows[~rel.alive[new_rows]])
+    gone, came = regroup(ar, prog, groups)
     if len(gone):
         ch.touch(rel, gone)
         rel.set_dead(gone)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from netrules.engine.columnar.aggregate import AggRule, maintain_aggregate, why_not_aggregate
+from netrules.engine.columnar.iterated import IteratedStage
 from netrules.engine.columnar.joins import (
     Join,
     Reader,
@@ -51,9 +52,6 @@ def unsupported(plan: Plan) -> str | None:
     for r in plan.rules:
         rules_for[r.head.relation] = rules_for.get(r.head.relation, 0) + 1
     for s in plan.strata:
-        if s.iterated:
-            return (f"stratum {s.index} ({', '.join(sorted(s.relations))}) recurses through "
-                    "an aggregate, which the columnar engine does not maintain yet")
         for r in s.rules:
             if not r.atoms():
                 return f"`{r}` has no positive body atom"
@@ -140,6 +138,7 @@ class ColumnarProgram:
                                      if not r.head.aggregate())) for s in plan.strata]
         self.rules: list[list[_Rule]] = []
         self.aggs: list[list[AggRule]] = []
+        self.stages: dict[int, IteratedStage] = {}
         self.rule_list: list[_Rule | AggRule] = []
         width = 1
         for s, _rels in self.strata:
@@ -152,6 +151,10 @@ class ColumnarProgram:
                 self.rule_list.append(c)
                 (aggs if isinstance(c, AggRule) else compiled).append(c)  # type: ignore[arg-type]
                 width = max(width, len(r.atoms()))
+            if s.iterated:
+                self.stages[s.index] = IteratedStage(self, frozenset(s.relations), compiled,
+                                                     aggs)
+                compiled, aggs = [], []
             self.rules.append(compiled)
             self.aggs.append(aggs)
         self.supports = Supports(width)
@@ -214,8 +217,11 @@ class ColumnarProgram:
             rows = rows[~rel.alive[rows]]
             ch.touch(rel, rows)
             rel.set_alive(rows, self.epoch)
-        for (_stratum, srels), rules, aggs in zip(self.strata, self.rules, self.aggs,
-                                                  strict=True):
+        for (stratum, srels), rules, aggs in zip(self.strata, self.rules, self.aggs,
+                                                 strict=True):
+            if stratum.index in self.stages:
+                self.stages[stratum.index].maintain(ch)
+                continue
             for ar in aggs:
                 maintain_aggregate(ar, self, ch)
             if rules:
