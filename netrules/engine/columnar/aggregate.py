@@ -131,16 +131,28 @@ def _touched(ar: AggRule, prog: ColumnarProgram, ch: _Changes) -> np.ndarray:
     return touched_groups(ar, prog, d_in, a_in, old, new)
 
 
-def _order_rank(prog: ColumnarProgram, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(rank of each value in sort_key order, the distinct values by rank)."""
-    uniq, inv = np.unique(vals, return_inverse=True)
-    if (uniq < SMALL).all():
-        return inv, uniq
-    decoded = prog.values.decode_column(uniq)
-    order = sorted(range(len(uniq)), key=lambda k: sort_key(decoded[k]))
-    rank_of = np.empty(len(uniq), dtype=np.int64)
-    rank_of[order] = np.arange(len(uniq))
-    return rank_of[inv], uniq[order]
+def _order_rank(prog: ColumnarProgram, vals: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """A rank per value that orders it as ``sort_key`` does against every other value of
+    its group. Only values sharing a group with a different value are decoded and compared
+    (a best route usually has one least-cost candidate, so paths are rarely compared)."""
+    if (vals < SMALL).all():
+        return vals
+    pair = np.unique(np.stack([group, vals], axis=1), axis=0)
+    many = np.bincount(pair[:, 0], minlength=int(group.max()) + 1) > 1
+    contested = many[group]
+    rank = np.zeros(len(vals), dtype=np.int64)
+    if contested.any():
+        cv = vals[contested]
+        if (cv < SMALL).all():
+            rank[contested] = cv
+        else:
+            uniq, inv = np.unique(cv, return_inverse=True)
+            decoded = prog.values.decode_column(uniq)
+            order = sorted(range(len(uniq)), key=lambda k: sort_key(decoded[k]))
+            rank_of = np.empty(len(uniq), dtype=np.int64)
+            rank_of[order] = np.arange(len(uniq))
+            rank[contested] = rank_of[inv]
+    return rank
 
 
 def aggregate_groups(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
@@ -194,12 +206,12 @@ def aggregate_groups(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
             out_vals = prog.values.encode_many(acc)
     else:
         raw = tab.vars[ar.agg.var.name]  # type: ignore[union-attr]
-        rank, by_rank = _order_rank(prog, raw)
+        rank = _order_rank(prog, raw, inv)
         if ar.payload_pos:
             return _arg_extreme(ar, prog, tab, groups, inv, gs, rank, raw, width)
-        best = np.full(len(gs), -1 if func == "MAX" else np.iinfo(np.int64).max, np.int64)
-        (np.maximum if func == "MAX" else np.minimum).at(best, inv, rank)
-        out_vals = by_rank[best]
+        pick = np.lexsort((-rank if func == "MAX" else rank, inv))
+        first = pick[np.r_[True, inv[pick][1:] != inv[pick][:-1]]]
+        out_vals = raw[first]
     heads = np.zeros((len(gs), width), dtype=np.int64)
     heads[:, ar.pos] = out_vals
     for k, i in enumerate(ar.group_pos):
@@ -213,15 +225,25 @@ def _arg_extreme(ar: AggRule, prog: ColumnarProgram, tab: Table, groups: np.ndar
     """Per group, the binding with the extreme value and, among those, the smallest payload
     by ``sort_key`` (``reference.best_pair``'s rule)."""
     pay = head_columns(ar.rule, prog.values, tab, skip=ar.pos)[:, ar.payload_pos]
-    uniq, pinv = np.unique(pay, axis=0, return_inverse=True)
-    pinv = pinv.reshape(-1)
-    decoded = prog.values.decode_rows(uniq)
-    order = sorted(range(len(uniq)), key=lambda k: sort_key(tuple(decoded[k])))
-    prank = np.empty(len(uniq), dtype=np.int64)
-    prank[order] = np.arange(len(uniq))
     vkey = -rank if ar.agg.func == "MAX" else rank
-    pick = np.lexsort((prank[pinv], vkey, inv))
-    first = pick[np.r_[True, inv[pick][1:] != inv[pick][:-1]]]
+    # the extreme per group, then the smallest payload among the rows reaching it
+    order = np.lexsort((vkey, inv))
+    first = order[np.r_[True, inv[order][1:] != inv[order][:-1]]]
+    best = np.empty(len(gs), dtype=np.int64)
+    best[inv[first]] = vkey[first]
+    at = np.flatnonzero(vkey == best[inv])
+    prank = np.zeros(len(at), dtype=np.int64)
+    tied = np.bincount(inv[at], minlength=len(gs)) > 1
+    if tied[inv[at]].any():
+        sel = at[tied[inv[at]]]
+        uniq, pinv = np.unique(pay[sel], axis=0, return_inverse=True)
+        decoded = prog.values.decode_rows(uniq)
+        order2 = sorted(range(len(uniq)), key=lambda k: sort_key(tuple(decoded[k])))
+        rank_of = np.empty(len(uniq), dtype=np.int64)
+        rank_of[order2] = np.arange(len(uniq))
+        prank[tied[inv[at]]] = rank_of[pinv.reshape(-1)]
+    pick = np.lexsort((prank, inv[at]))
+    first = at[pick[np.r_[True, inv[at][pick][1:] != inv[at][pick][:-1]]]]
     heads = np.zeros((len(gs), width), dtype=np.int64)
     heads[:, ar.pos] = raw[first]
     for k, i in enumerate(ar.group_pos):

@@ -27,6 +27,9 @@ from netrules.lang.builtins import BuiltinError, compare, evaluate
 
 __all__ = ["Table", "Join", "Reader", "compile_join", "head_columns"]
 
+#: Builtins with a vectorised path over cons cells (``values.py``).
+_LIST_OPS = ("f_concat", "f_member")
+
 #: A reader says, for a relation and candidate rows, which rows the step may see.
 Reader = Callable[[Relation, np.ndarray], np.ndarray]
 
@@ -78,7 +81,31 @@ class _Eval:
             slow = np.flatnonzero(~fast)
             out[slow] = self.per_row(t, tab, slow, lit)
             return out
+        if isinstance(t, ast.Call) and t.name in _LIST_OPS and len(t.args) == 2:
+            return self._list_op(t, tab, lit)
         return self.per_row(t, tab, np.arange(tab.n), lit)
+
+    def _list_op(self, t: ast.Call, tab: Table, lit: object) -> np.ndarray:
+        """``f_concat(X, L)`` (prepend) and ``f_member(L, X)`` on cons cells, vectorised for
+        the rows whose arguments have the usual shapes; the others run per row."""
+        a, b = self.term(t.args[0], tab, lit), self.term(t.args[1], tab, lit)
+        vals = self.values
+        out = np.zeros(tab.n, dtype=np.int64)
+        if t.name == "f_member":
+            fast = vals.is_list(a)
+            out[fast] = vals.member(a[fast], b[fast])
+        else:
+            la, lb = vals.is_list(a), vals.is_list(b)
+            fast = ~la
+            both = fast & ~lb
+            tails = b.copy()
+            if both.any():
+                tails[both] = vals.cons(b[both], np.full(int(both.sum()), vals.nil))
+            out[fast] = vals.cons(a[fast], tails[fast])
+        slow = np.flatnonzero(~fast)
+        if len(slow):
+            out[slow] = self.per_row(t, tab, slow, lit)
+        return out
 
     def per_row(self, t: object, tab: Table, idx: np.ndarray, lit: object) -> np.ndarray:
         names = sorted(_vars(t))

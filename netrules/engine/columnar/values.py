@@ -1,24 +1,32 @@
 """Constants as integers: every value a fact holds is one int64 id, so relations are columns.
 
 Small non-negative integers (costs, counters, sequence numbers) are their own id, so arithmetic
-and ordering on them run on the columns directly; every other value (node names, floats, lists,
-large or negative numbers) is interned once, to an id at or above ``SMALL``. Ids stay below
-2**31, which lets two of them pack exactly into one int64 key (see ``keys.py``).
+and ordering on them run on the columns directly. Lists (NDlog's path vectors) are hash-consed
+cons cells: a non-empty list is the pair (first element, rest), interned like a row prefix, so
+``f_concat(S, P)`` is one vectorised pair lookup, ``f_member(P, S)`` a vectorised walk down the
+cells, and two million routes share their tails instead of holding two million tuples. Every
+other value (node names, floats, large or negative numbers) is interned once. All ids from
+``SMALL`` upwards stay below 2**31, which lets two of them pack exactly into one int64 key
+(``keys.py``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from netrules.facts import Value
+from netrules.engine.columnar.hashmap import Int64Map
+from netrules.engine.columnar.keys import pack
+from netrules.facts import Value, value_to_json
 
 __all__ = ["SMALL", "Values"]
 
 #: Integers in [0, SMALL) are their own id; interned values take ids from SMALL upwards.
 SMALL = 1 << 30
 _LIMIT = 1 << 31
+_ATOM = -1  # ``head`` of an id that is not a cons cell
 
 
 def _canonical(v: Value) -> Value:
@@ -36,24 +44,68 @@ class Values:
 
     def __init__(self) -> None:
         self._ids: dict[Value, int] = {}
-        self._objs: list[Value] = []
+        self._objs: list[Value] = []  # None at a cons cell's slot
         self._cache: np.ndarray | None = None
-        self._json: list[str] = []
+        self._filled = 0
+        self._json: list[str | None] = []
+        self.head = np.zeros(0, dtype=np.int64)  # per interned id: first element, or _ATOM
+        self.tail = np.zeros(0, dtype=np.int64)
+        self._cells = Int64Map()
+        self.nil = self._new(())
 
     def __len__(self) -> int:
         return len(self._objs)
+
+    # -- interning -------------------------------------------------------------------------
+    def _new(self, v: Value, head: int = _ATOM, tail: int = _ATOM) -> int:
+        i = SMALL + len(self._objs)
+        if i >= _LIMIT:
+            raise OverflowError("more than 2**30 distinct values in one engine")
+        k = len(self._objs)
+        if k >= len(self.head):
+            cap = max(1024, 2 * len(self.head))
+            self.head = np.concatenate([self.head, np.full(cap - len(self.head), _ATOM)])
+            self.tail = np.concatenate([self.tail, np.full(cap - len(self.tail), _ATOM)])
+        self.head[k], self.tail[k] = head, tail
+        self._objs.append(v)
+        return i
+
+    def _new_cells(self, h: np.ndarray, t: np.ndarray) -> np.ndarray:
+        k0, m = len(self._objs), len(h)
+        if SMALL + k0 + m >= _LIMIT:
+            raise OverflowError("more than 2**30 distinct values in one engine")
+        if k0 + m > len(self.head):
+            cap = max(1024, 2 * (k0 + m))
+            self.head = np.concatenate([self.head, np.full(cap - len(self.head), _ATOM)])
+            self.tail = np.concatenate([self.tail, np.full(cap - len(self.tail), _ATOM)])
+        self.head[k0:k0 + m], self.tail[k0:k0 + m] = h, t
+        self._objs.extend([None] * m)
+        return np.arange(SMALL + k0, SMALL + k0 + m, dtype=np.int64)
+
+    def cons(self, h: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Ids of the lists ``[h] + t`` (``t`` list ids), interned."""
+        keys = pack(h, t)
+        got = self._cells.get(keys)
+        miss = got < 0
+        if miss.any():
+            uk, first, inv = np.unique(keys[miss], return_index=True, return_inverse=True)
+            fresh = self._new_cells(h[miss][first], t[miss][first])
+            self._cells.put(uk, fresh)
+            got[miss] = fresh[inv]
+        return got
 
     def encode(self, v: Value) -> int:
         v = _canonical(v)
         if type(v) is int and 0 <= v < SMALL:
             return v
+        if isinstance(v, tuple):
+            cur = self.nil
+            for x in reversed(v):
+                cur = int(self.cons(np.array([self.encode(x)]), np.array([cur]))[0])
+            return cur
         i = self._ids.get(v)
         if i is None:
-            i = SMALL + len(self._objs)
-            if i >= _LIMIT:
-                raise OverflowError("more than 2**30 distinct values in one engine")
-            self._ids[v] = i
-            self._objs.append(v)
+            i = self._ids[v] = self._new(v)
         return i
 
     def encode_many(self, vs: Iterable[Value]) -> np.ndarray:
@@ -66,26 +118,87 @@ class Values:
         v = _canonical(v)
         if type(v) is int and 0 <= v < SMALL:
             return v
+        if isinstance(v, tuple):
+            cur = self.nil
+            for x in reversed(v):
+                h = self.lookup(x)
+                if h is None:
+                    return None
+                got = int(self._cells.get(pack(np.array([h]), np.array([cur])))[0])
+                if got < 0:
+                    return None
+                cur = got
+            return cur
         return self._ids.get(v)
 
+    # -- lists -----------------------------------------------------------------------------
+    def is_list(self, ids: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(ids), dtype=bool)
+        big = ids >= SMALL
+        k = ids[big] - SMALL
+        out[big] = (self.head[k] != _ATOM) | (ids[big] == self.nil)
+        return out
+
+    def member(self, lists: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """1 where ``x`` is an element of the list, else 0 (``lists`` must be list ids)."""
+        out = np.zeros(len(lists), dtype=np.int64)
+        idx = np.arange(len(lists))
+        cur = lists.copy()
+        while len(idx):
+            live = cur != self.nil
+            idx, cur = idx[live], cur[live]
+            k = cur - SMALL
+            hit = self.head[k] == x[idx]
+            out[idx[hit]] = 1
+            idx, cur = idx[~hit], self.tail[k[~hit]]
+        return out
+
+    # -- decoding --------------------------------------------------------------------------
     def decode(self, i: int) -> Value:
-        return i if i < SMALL else self._objs[i - SMALL]
+        if i < SMALL:
+            return i
+        k = i - SMALL
+        if self.head[k] == _ATOM:
+            return self._objs[k]
+        out = []
+        while i != self.nil:
+            k = i - SMALL
+            out.append(self.decode(int(self.head[k])))
+            i = int(self.tail[k])
+        return tuple(out)
 
     def _table(self) -> np.ndarray:
-        if self._cache is None or len(self._cache) != len(self._objs):
-            t = np.empty(len(self._objs), dtype=object)
-            t[:] = self._objs
+        """The interned values as an object array, grown by doubling (a batch that interns
+        a few new values must not copy every value ever seen)."""
+        n = len(self._objs)
+        have = self._filled
+        if self._cache is None or len(self._cache) < n:
+            t = np.empty(max(64, 2 * n), dtype=object)
+            if self._cache is not None:
+                t[:have] = self._cache[:have]
             self._cache = t
+        if have < n:
+            t = self._cache
+            for i in range(have, n):  # one by one: a list of equal tuples would broadcast
+                t[i] = self._objs[i]
+            self._filled = n
         return self._cache
 
     def decode_column(self, ids: np.ndarray) -> np.ndarray:
-        """An object array of the values (small ints stay ints)."""
+        """An object array of the values (small ints stay ints, lists become tuples)."""
         out = np.empty(len(ids), dtype=object)
         small = ids < SMALL
         if small.any():
             out[small] = ids[small].tolist()
-        if not small.all():
-            out[~small] = self._table()[ids[~small] - SMALL]
+        big = np.flatnonzero(~small)
+        if len(big):
+            k = ids[big] - SMALL
+            cell = (self.head[k] != _ATOM) | (ids[big] == self.nil)
+            plain = big[~cell]
+            if len(plain):
+                out[plain] = self._table()[ids[plain] - SMALL]
+            for j in big[cell].tolist():
+                out[j] = self.decode(int(ids[j]))
         return out
 
     def decode_rows(self, cols: np.ndarray) -> list[tuple]:
@@ -95,18 +208,30 @@ class Values:
         decoded = [self.decode_column(cols[:, j]) for j in range(cols.shape[1])]
         return list(zip(*decoded, strict=True))
 
+    def _json_of(self, i: int) -> str:
+        if i < SMALL:
+            return str(i)
+        k = i - SMALL
+        if self.head[k] == _ATOM and i != self.nil:
+            while len(self._json) <= k:
+                self._json.append(None)
+            text = self._json[k]
+            if text is None:
+                text = self._json[k] = json.dumps(value_to_json(self._objs[k]),
+                                                  separators=(",", ":"))
+            return text
+        parts = []
+        while i != self.nil:
+            k = i - SMALL
+            parts.append(self._json_of(int(self.head[k])))
+            i = int(self.tail[k])
+        return "[" + ",".join(parts) + "]"
+
     def json_column(self, ids: np.ndarray) -> list[str]:
-        """Canonical JSON text of each value (the store's form), each distinct value
-        rendered once for the engine's life."""
-        if len(self._json) < len(self._objs):
-            import json
-
-            from netrules.facts import value_to_json
-
-            for v in self._objs[len(self._json):]:
-                self._json.append(json.dumps(value_to_json(v), separators=(",", ":")))
-        texts = self._json
-        return [str(i) if i < SMALL else texts[i - SMALL] for i in ids.tolist()]
+        """Canonical JSON text of each value (the store's form); a plain value's text is
+        rendered once for the engine's life, a list's from its cells."""
+        j = self._json_of
+        return [str(i) if i < SMALL else j(i) for i in ids.tolist()]
 
     def encode_rows(self, rows: Sequence[Sequence[Value]], arity: int) -> np.ndarray:
         out = np.empty((len(rows), arity), dtype=np.int64)
