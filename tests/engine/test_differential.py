@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netrules import programs
-from netrules.engine.reference import evaluate_program
 from netrules.facts import Fact
 from netrules.lang import parse_program
 from netrules.plan import plan_program
+from tests.meaning import evaluate_program
 
 # Rule templates over base e, f and derived p < q < r, s: negation and aggregation only look
 # at lower relations, so every subset is stratifiable.

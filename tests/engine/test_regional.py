@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netrules import programs
-from netrules.engine.reference import evaluate_program
 from netrules.engine.regional.driver import LocalRegions, RegionalEngine
 from netrules.engine.regional.steps import Program, check_resident_plan
 from netrules.errors import EngineError, PlanError
@@ -22,6 +21,7 @@ from netrules.facts import Fact
 from netrules.lang import parse_program
 from netrules.plan import plan_program
 from tests.engine.test_differential import link_stream, nexthop_stream
+from tests.meaning import evaluate_program
 
 # positive link-restricted rules over base e(@X,Y), f(@X,Y), derived p, q, s; the planner
 # localizes them (two of them into rules that ship a body atom to another node)

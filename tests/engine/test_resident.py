@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 
 from netrules import programs
 from netrules.cli import main
-from netrules.engine.reference import evaluate_program
 from netrules.engine.spark.resident import ResidentEngine, _assign
 from netrules.errors import EngineError, EvalError
 from netrules.facts import Fact
 from netrules.lang import parse_program
 from netrules.plan import plan_program
 from tests.engine.test_differential import link_stream
+from tests.meaning import evaluate_program
 
 
 def _sets(views: dict) -> dict:

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from netrules import programs
 from netrules.cli import main
-from netrules.engine.reference import evaluate_program
 from netrules.engine.spark.engine import SparkEngine
 from netrules.engine.spark.fixpoint import (
     decode_args,
@@ -29,6 +28,7 @@ from netrules.errors import EngineError
 from netrules.facts import Fact, value_to_json
 from netrules.lang import parse_program
 from netrules.plan import plan_program
+from tests.meaning import evaluate_program
 
 pytestmark = pytest.mark.spark
 
