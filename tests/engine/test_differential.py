@@ -11,6 +11,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
+import networkx as nx
 from hypothesis import event, given, settings, target
 from hypothesis import strategies as st
 
@@ -212,6 +213,34 @@ def link_stream(draw: st.DrawFn, n_nodes: int = 5, bidirectional: bool | None = 
                         present.add(f)
         batches.append(batch)
     return initial, batches
+
+
+@st.composite
+def cyclic_link_stream(draw: st.DrawFn, n_nodes: int = 5):
+    """``link_stream`` over a directed ring of 3-5 links laid first, one of which a batch
+    deletes: every stream cuts a cycle, the deletion that rederivation-free strategies get
+    wrong (the ring's facts support each other)."""
+    initial, batches = draw(link_stream(n_nodes=n_nodes))
+    k = draw(st.integers(3, n_nodes))
+    cost = draw(st.integers(1, 3))
+    ring = [Fact("link", (f"n{i}", f"n{(i + 1) % k}", cost)) for i in range(k)]
+    initial = sorted(set(initial) | set(ring), key=Fact.key)
+    cut = draw(st.sampled_from(ring))
+    at = draw(st.integers(0, len(batches) - 1))
+    batches = [list(b) for b in batches]
+    if not any(f == cut for b in batches[:at + 1] for _, f in b):
+        batches[at].insert(0, ("-", cut))
+    return initial, batches
+
+
+def cycles_cut(before: set[Fact], after: set[Fact], relation: str = "link",
+               ends: tuple[int, int] = (0, 1)) -> int:
+    """Edges of ``relation`` (arguments ``ends``) that a batch removed while they lay on a
+    cycle: the deletions whose consequences support themselves around the cycle."""
+    u, v = ends
+    g = nx.DiGraph((f.args[u], f.args[v]) for f in before if f.relation == relation)
+    return sum(1 for f in before - after
+               if f.relation == relation and nx.has_path(g, f.args[v], f.args[u]))
 
 
 NETWORK_PROGRAMS = ["reachability", "min_cost", "path_vector"]
