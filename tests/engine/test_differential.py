@@ -162,6 +162,7 @@ def assert_dense(tally: Counter, floor: float, what: str) -> None:
     """Over a run, at least ``floor`` of the examples exercised ``what``: a generator that
     stops making the rules fire fails here instead of passing on empty views."""
     share = tally[True] / max(1, tally[True] + tally[False])
+    print(f"density: {tally[True]}/{tally[True] + tally[False]} examples had {what}")  # -s
     assert share >= floor, f"only {share:.0%} of the examples had {what} (floor {floor:.0%})"
 
 
@@ -178,7 +179,6 @@ def _random_programs(strategy, tally, text: str, stream, seed: int) -> None:
 def test_random_programs(strategy) -> None:
     tally: Counter = Counter()
     _random_programs(strategy, tally)
-    print("DENSITY random", tally)
     assert_dense(tally, 0.6, "a batch that changed a derived view")
 
 
@@ -306,5 +306,4 @@ def _fraud_program(strategy, tally, stream, seed: int) -> None:
 def test_fraud_program(strategy) -> None:
     tally: Counter = Counter()
     _fraud_program(strategy, tally)
-    print("DENSITY fraud", tally)
     assert_dense(tally, 0.6, "stransfer and cmonitored non-empty")

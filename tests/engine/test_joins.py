@@ -150,7 +150,6 @@ def _compiled_joins_equal_the_interpreter(tally, case, facts, hidden, shown):
 def test_compiled_joins_equal_the_interpreter():
     tally: Counter = Counter()
     _compiled_joins_equal_the_interpreter(tally)
-    print("DENSITY joins", tally)
     assert_dense(tally, 0.6, "a rule that derived something")
 
 

@@ -58,7 +58,6 @@ def test_resident_equals_reference(spark, gang, name) -> None:
     executors compared after every batch, and every run cuts a cycle of links."""
     tally: Counter = Counter()
     _resident_equals_reference(spark, gang, name, tally)
-    print("CUTS resident", name, gang, tally)
     assert_dense(tally, 0.75, "a deletion that cut a cycle")
 
 
