@@ -22,11 +22,9 @@ from netrules.testing.oracle import OracleError, fire
 from tests.engine.test_differential import assert_dense
 
 VARS = ["X", "Y", "Z", "W"]
+OPS = ["<", "<=", ">", ">=", "==", "!="]
+NOT = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 RELS = {"e": 2, "f": 2, "g": 3, "z": 0}
-
-
-EXTRAS = {"X != Y": "XY", "Z < W": "ZW", "V := X + 1": "X", "not f(X,_)": "X",
-          "not e(Y,X)": "XY", "not g(X,Y,Z)": "XYZ", "X == 1": "X"}
 
 
 @st.composite
@@ -43,15 +41,30 @@ def rule_and_facts(draw: st.DrawFn) -> tuple[str, list]:
         earlier = sorted({a for _, xs in atoms[:i] for a in xs if a in VARS})  # a bound variable
         if args and earlier and draw(st.integers(0, 9)) == 9:  # (a later one: issue 20 note)
             args[-1] = f"{draw(st.sampled_from(earlier))}+1"
-    bound = {a for _, args in atoms for a in args if a in VARS}
-    extras = [x for x in draw(st.lists(st.sampled_from(sorted(EXTRAS)), max_size=2,
-                                       unique=True)) if set(EXTRAS[x]) <= bound]
-    usable = sorted(bound) + ["1"] + (["X+Y"] if {"X", "Y"} <= bound else []) + (
+    bound = sorted({a for _, args in atoms for a in args if a in VARS})
+    value = {v: draw(st.integers(0, 3)) for v in bound}
+    operand = st.sampled_from([*bound, *bound, "1", "2"])
+    extras = []
+    for _ in range(draw(st.integers(0, 2))):  # comparisons, mostly true of the planted rows
+        a, op, b = draw(operand), draw(st.sampled_from(OPS)), draw(operand)
+        x, y = (value[t] if t in value else int(t) for t in (a, b))
+        holds = {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y, "==": x == y,
+                 "!=": x != y}[op]
+        if not holds and draw(st.integers(0, 3)):
+            op = NOT[op]
+        extras.append(f"{a} {op} {b}")
+    negated = {"f": 2, "e": 2, "g": 3}
+    for _ in range(draw(st.integers(0, 1))):  # a negation, with and without ``_``
+        rel = draw(st.sampled_from(sorted(negated)))
+        args = [draw(st.sampled_from([*bound, "_", "1"])) for _ in range(negated[rel])]
+        extras.append(f"not {rel}({','.join(args)})")
+    if "X" in bound and draw(st.booleans()):
+        extras.append("V := X + 1")
+    usable = [*bound, "1"] + (["X+Y"] if {"X", "Y"} <= set(bound) else []) + (
         ["V"] if "V := X + 1" in extras else [])
     head = draw(st.lists(st.sampled_from(usable), min_size=1, max_size=3))
     body = [f"{rel}({','.join(args)})" for rel, args in atoms]
     text = f"h({','.join(head)}) :- {', '.join(body + extras)}."
-    value = {v: draw(st.integers(0, 3)) for v in sorted(bound)}
 
     def ground(t: str) -> int:
         if t in value:
