@@ -7,7 +7,7 @@ nor ``netrules.lang.builtins``, computes its own strata, and does everything the
 obvious way: sets of tuples, every rule fired whole over the current facts, repeated until
 nothing changes, stratum by stratum.
 
-Meaning, as the reference defines it today (docs/language.md, docs/engine.md):
+Meaning, as the reference defines it today (``engine/reference.py``, docs/engine.md):
 
 * set semantics; a program's own facts are added to the given ones;
 * negation reads completed lower strata; variables seen only in a negated atom (and ``_``)
@@ -28,6 +28,9 @@ API (stable; the columnar engine's tests use it too):
     raise ``AssertionError`` naming ``who`` and the relation when ``views`` (relation ->
     ``Fact``s or tuples) differ from ``evaluate`` on the program's relations; relations the
     program does not name (localization's auxiliaries) are not compared.
+``fire(rule, read) -> set[tuple]``
+    one application of one rule (aggregates included) over ``read(relation) -> set of
+    tuples``: for tests of rule-level code such as compiled joins.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from typing import Any
 from netrules.facts import Fact, Value, sort_key
 from netrules.lang import ast
 
-__all__ = ["OracleError", "evaluate", "assert_agrees", "strata"]
+__all__ = ["OracleError", "evaluate", "assert_agrees", "fire", "bindings", "strata"]
 
 Rows = dict[str, set[tuple]]
 Binding = dict[str, Value]

@@ -2,7 +2,9 @@
 oracle): on random safe rules (repeated variables, constants, ``_``, expressions in heads and
 atoms, assignments, comparisons, negations with and without ``_``) over random databases and
 layered views, every start atom gives the very same (head, body rows) list, in the same order;
-solving for a given head gives ``instances_for``'s rows."""
+solving for a given head gives ``instances_for``'s rows; and the heads are the independent
+oracle's (``netrules.testing.oracle.fire``), since interpreter and joins share built-ins and
+specs. Rules are built valid and their rows planted, so most of them derive something."""
 
 from __future__ import annotations
 
