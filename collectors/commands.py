@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from collections.abc import Iterable
+from typing import Any
 
 import click
 
@@ -33,6 +33,32 @@ def _quiet_scapy() -> None:
     logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
 
 
+class _ByteProgress:
+    """A tqdm bar over the bytes of the capture, on stderr so it never mixes with the events.
+
+    It appears only once a replay has taken a second (a small capture prints nothing, not a
+    stray ``0 / 0 MiB``) and only on a terminal; tqdm erases it when the replay ends.
+    """
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if total <= 0:
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
+                             desc="replaying", delay=1.0, leave=False, file=sys.stderr,
+                             disable=None)
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
 @click.command("replay")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="One JSON event per line.")
@@ -42,20 +68,14 @@ def replay_cmd(file: str, as_json: bool, source: str | None) -> None:
     from collectors.pcap import replay
 
     _quiet_scapy()
-    started = time.monotonic()
-
-    def progress(done: int, total: int) -> None:
-        if time.monotonic() - started >= 1.0 and total:
-            click.echo(f"\r{done / 2**20:,.0f} / {total / 2**20:,.0f} MiB "
-                       f"({100 * done / total:.0f}%)", err=True, nl=False)
-
+    bar = _ByteProgress()
     try:
-        with replay(file, source=source, progress=progress) as run:
+        with replay(file, source=source, progress=bar.update) as run:
             _emit(run, as_json)
     except CollectorError as err:
         raise click.ClickException(str(err)) from err
-    if time.monotonic() - started >= 1.0:
-        click.echo("", err=True)  # end the progress line
+    finally:
+        bar.close()
     click.echo(run.report.summary(), err=True)
 
 

@@ -10,15 +10,21 @@ chassis IDs, CDP device IDs):
 * ``adjacency(@R, N)`` -- router R lists N in its OSPFv2 Hellos (R's view of the two-way state).
   NEIGHBOUR_SEEN on the first Hello that lists N; NEIGHBOUR_EXPIRED when a later Hello from the
   same interface no longer lists N, or when no Hello from R listed N within R's dead interval.
-  Expiry is driven by capture time: it is checked when a later packet's timestamp passes the
-  deadline, and the event carries the deadline as its time. At the end of a capture nothing
-  expires (the capture just stopped; silence was not observed).
+  Expiry is driven by capture time: in a replay it is checked when a later packet's timestamp
+  passes the deadline (a live capture also checks the wall clock while the line is silent),
+  and the event carries the deadline as its time. At the end of a capture nothing expires (the
+  capture just stopped; silence was not observed).
 * ``link(@R, N, Metric)`` -- one per link of R's newest Router-LSA (LINK_UP / LINK_DOWN). N is
   the neighbour router ID for point-to-point and virtual links, the designated router's
   interface address for transit links and ``"net/len"`` for stub links. Only an LSA with a
-  higher sequence number than the last one seen from R counts; a MaxAge LSA flushes R's links.
-* ``session(@A, B)`` -- speaker A sent OPEN, KEEPALIVE or UPDATE to B (SESSION_UP). A
-  NOTIFICATION or a TCP FIN/RST between A and B ends both directions (SESSION_DOWN).
+  higher sequence number than the last one seen from R counts; a MaxAge LSA flushes R's links
+  (the DoNotAge bit, RFC 4136, is not part of the age: 32769 is age 1). A Network-LSA links
+  every pair of routers attached to its transit network, both ways, at the first router's
+  cost to that network (from its Router-LSA; 1 until that is seen).
+* ``session(@A, B)`` -- speaker A sent KEEPALIVE or UPDATE to B (SESSION_UP: Established; an
+  OPEN only gives A's AS and hold time). A NOTIFICATION (detail: its reason in words), a TCP
+  FIN/RST between A and B, or A's silence for the hold time ends both directions
+  (SESSION_DOWN). Session and route events carry ``local_as`` and ``peer_as`` from the OPENs.
 * ``route(@A, Prefix)`` -- A announced the IPv4 prefix in an UPDATE (ROUTE_ANNOUNCED); withdrawn
   when A withdraws it, or when the session it was learnt over goes down, on every session A
   announced it over.
@@ -27,7 +33,7 @@ chassis IDs, CDP device IDs):
   replay's ``source`` (name it after the capture point). Expires after the advertised TTL /
   holdtime by capture time; an LLDP TTL of 0 (shutdown) retracts at once.
 * ``bfd(@S, D)`` -- BFD control packets from S to D: state Up asserts, Down/AdminDown retracts,
-  Init is ignored.
+  Init is ignored; S's silence for its detection time retracts.
 
 Every raw observation passes through one :class:`TransitionFilter`, so repeated Hellos and
 KEEPALIVEs only count as ``dropped["duplicate_up"]``. Event ids are ``source:packet:k`` with
@@ -88,6 +94,10 @@ class SoftTable:
         if deadline != float("inf"):
             heapq.heappush(self._heap, (deadline, next(self._seq), fact, holder))
 
+    def holds(self, fact: Fact) -> bool:
+        """True while anyone holds ``fact``."""
+        return fact in self._holders
+
     def release(self, fact: Fact, holder: Hashable) -> bool:
         """Drop one holder; True when the fact is now held by nobody."""
         self._deadline.pop((fact, holder), None)
@@ -134,6 +144,7 @@ class PacketDecoder:
         self.trackers = [OspfTracker(self.ignored), BgpTracker(self.ignored),
                          L2Tracker(source), BfdTracker()]
         self.clock = float("-inf")
+        self._numbered = (0, 0)  # (packet number, events given ids under it so far)
 
     def parse(self, pkt: Any) -> tuple[list[tuple[Any, Any]], str | None]:
         """Read every protocol's item out of a dissected packet. Touches scapy and may meet
@@ -159,17 +170,28 @@ class PacketDecoder:
             obs.extend(tracker.apply(item, now))
         return self._events(number, obs)
 
+    def tick(self, number: int, now: float) -> list[Event]:
+        """Run the timers (dead intervals, hold times, detection times) up to ``now`` with no
+        packet: a live capture calls this while the line is silent, with the wall clock, so a
+        neighbour that stopped talking is reported without waiting for some other packet.
+        Events take ids after those of packet ``number``, the last one seen."""
+        return self.apply(number, now, [])
+
     def step(self, number: int, time: float | None, pkt: Any) -> tuple[list[Event], str | None]:
         """Parse then apply one packet (None: a record that could not be dissected)."""
         items, reason = self.parse(pkt) if pkt is not None else ([], None)
         return self.apply(number, time, items), reason
 
     def _events(self, number: int, obs: list[Observation]) -> list[Event]:
+        last, k = self._numbered
+        k = k if number == last else 0  # ticks after packet N continue N's ids
         events = []
         for o in obs:
             if self.filter.accept(o.op, o.fact):
-                events.append(Event(f"{self.source}:{number}:{len(events)}", o.time,
+                events.append(Event(f"{self.source}:{number}:{k}", o.time,
                                     self.source, o.kind, o.op, o.fact, o.detail))
+                k += 1
+        self._numbered = (number, k)
         return events
 
 

@@ -32,9 +32,25 @@ from netrules.errors import StoreError  # noqa: E402
 SECTIONS = {m.TITLE: m for m in (topology, alerts, reachability, routes, patterns, timeline)}
 
 
+def _deep_link() -> None:
+    """``?section=Routes&src=New York&dst=Seattle`` opens on that answer, once per session: an
+    operator pastes a link to what they see into the incident channel."""
+    if st.session_state.get("_linked"):
+        return
+    st.session_state["_linked"] = True
+    q = st.query_params
+    if q.get("section") in SECTIONS:
+        st.session_state["section"] = q["section"]
+    for param, key in (("src", "route_src"), ("dst", "route_dst")):
+        if q.get(param):
+            st.session_state[key] = q[param]
+            st.session_state[key.replace("route", "reach")] = q[param]
+
+
 def _sidebar() -> tuple[str, float | None]:
     """Store URL, section and refresh period; outside the fragment because a fragment may not
     write to the sidebar."""
+    _deep_link()
     sb = st.sidebar
     sb.title("netrules")
     url = sb.text_input("Store", value=data.default_store_url(), key="store_url",
@@ -50,14 +66,17 @@ def _sidebar() -> tuple[str, float | None]:
 def _header(url: str) -> None:
     meta = data.meta(url)
     last = data.last_batch(url)
-    nodes, links = data.topology(url)
-    active = data.alerts(url, active_only=True, limit=1000)
+    _, links = data.topology(url)
+    status = data.node_status(url)
+    active = data.incidents(url, active_only=True)
     st.caption(f"Program **{meta.get('program_name', 'unknown')}** · store `{url}`")
-    c = st.columns(4)
+    c = st.columns(5)
     c[0].metric("Last batch", "—" if last is None else last)
-    c[1].metric("Nodes", len(nodes))
-    c[2].metric("Links down", sum(ln.state == "down" for ln in links))
-    c[3].metric("Active alerts", len(active))
+    c[1].metric("Nodes up", sum(v == "up" for v in status.values()))
+    c[2].metric("Degraded · isolated", f"{sum(v == 'degraded' for v in status.values())} · "
+                f"{sum(v == 'isolated' for v in status.values())}")
+    c[3].metric("Links down", sum(ln.state == "down" for ln in links))
+    c[4].metric("Active incidents", len(active))
     alerts.banner(url)
 
 

@@ -18,9 +18,23 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
-from netrules.alerts.rules import Alert
+from netrules import settings
 from netrules.facts import Fact, Value
-from netrules.store import BatchSummary, Change, Store, TopoLink, TopoNode, open_store
+from netrules.lang import ast, parse_atom
+from netrules.store import (
+    BatchSummary,
+    Change,
+    Store,
+    TopoLink,
+    TopoNode,
+    history,
+    open_store,
+    queries,
+    whynot,
+)
+from netrules.store.history import Point, pair_key
+from netrules.store.incidents import Incident, read_incidents
+from netrules.store.records import Alert
 
 __all__ = [
     "TTL",
@@ -39,18 +53,26 @@ __all__ = [
     "contains",
     "derivations",
     "broken_routes",
+    "incidents",
+    "link_history",
+    "program_arity",
+    "series",
+    "node_status",
+    "query",
+    "why_not",
     "format_time",
     "where_items",
 ]
 
 #: Seconds a read stays cached; below the default refresh period so each refresh sees new data.
 TTL = 2.0
-DEFAULT_STORE = "state/netrules.db"
+#: The store the dashboard opens unless told otherwise: the CLI's default, from one table.
+DEFAULT_STORE: str = settings.get("store").default
 
 
 def default_store_url() -> str:
     """The store named by ``NETRULES_STORE`` (set by ``netrules dashboard``), else the default."""
-    return os.environ.get("NETRULES_STORE") or DEFAULT_STORE
+    return os.environ.get(settings.envvar("store")) or DEFAULT_STORE
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -63,7 +85,8 @@ def store(url: str) -> Store:
 def clear() -> None:
     """Drop every cached read (the "refresh now" button)."""
     for fn in (meta, last_batch, relations, topology, alerts, batches, changes, read_view,
-               contains, derivations, broken_routes):
+               contains, derivations, broken_routes, incidents, series, query, why_not,
+               program_arity, link_history):
         fn.clear()
 
 
@@ -123,12 +146,14 @@ def derivations(url: str, fact: Fact) -> list[tuple[str, list[Fact]]]:
 
 
 def _path_edges(path: tuple[Value, ...]) -> set[tuple[str, str]]:
+    """A path's links as undirected pairs: a route *to* a node crosses its links the other
+    way round from a route *from* it, and both are lost when the cable is cut."""
     nodes = [str(n) for n in path]
-    return set(zip(nodes, nodes[1:], strict=False))
+    return {pair_key(a, b) for a, b in zip(nodes, nodes[1:], strict=False)}
 
 
 @st.cache_data(ttl=TTL, show_spinner=False)
-def broken_routes(url: str, relation: str = "bestPath", recent_batches: int = 50,
+def broken_routes(url: str, relation: str = queries.ROUTE, recent_batches: int = 50,
                   limit: int = 200) -> list[dict[str, object]]:
     """Routes that a currently-down link broke: ``relation`` facts removed in the last
     ``recent_batches`` batches whose path crosses a down link and that do not hold now.
@@ -139,7 +164,7 @@ def broken_routes(url: str, relation: str = "bestPath", recent_batches: int = 50
     ``status`` ('lost' when the pair has no route now, else 'rerouted').
     """
     s = store(url)
-    down = {(ln.src, ln.dst) for ln in topology(url)[1] if ln.state == "down"}
+    down = {pair_key(ln.src, ln.dst) for ln in topology(url)[1] if ln.state == "down"}
     if not down or not s.changes(relation=relation, limit=1):
         return []
     last = s.last_batch_id() or 0
@@ -163,6 +188,58 @@ def broken_routes(url: str, relation: str = "bestPath", recent_batches: int = 50
         if len(out) >= limit:
             break
     return sorted(out.values(), key=lambda r: (r["status"] != "lost", r["src"], r["dst"]))
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def program_arity(url: str) -> dict[str, int]:
+    """Arity of every relation of the store's program (empty for an unknown program)."""
+    plan = queries.stored_plan(store(url))
+    return {} if plan is None else {r: n for r, n in plan.arity.items() if r not in plan.aux}
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def incidents(url: str, active_only: bool = False) -> list[Incident]:
+    """Alerts grouped by root cause (:mod:`netrules.store.incidents`), newest first."""
+    return read_incidents(store(url), active_only=active_only)
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def link_history(url: str, a: str, b: str) -> list[Change]:
+    """Both directions of link a–b going up ('+') and down ('-'), newest first."""
+    rows = [c for s, d in ((a, b), (b, a))
+            for c in store(url).changes_matching(queries.LINK, {0: s, 1: d}, limit=500)]
+    return sorted(rows, key=lambda c: (c.batch_id, c.seq), reverse=True)
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def series(url: str) -> list[Point]:
+    """Links down, active incidents and changed facts after each batch."""
+    return history.series(store(url), incidents(url))
+
+
+def node_status(url: str) -> dict[str, str]:
+    """'isolated', 'degraded' or 'up' per node, from the cached topology."""
+    return history.node_status(topology(url)[1])
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def query(url: str, text: str) -> tuple[dict[str, int], list[Fact]]:
+    """Facts matching one NDlog atom typed by the user, and each named variable's first
+    position: parsed by the NDlog parser and answered by :func:`netrules.store.queries.query`,
+    exactly as ``netrules query`` answers it."""
+    atom = parse_atom(text)
+    names: dict[str, int] = {}
+    for i, t in enumerate(atom.args):
+        if isinstance(t, ast.Var) and not t.name.startswith("_"):
+            names.setdefault(t.name, i)
+    return names, queries.query(store(url), atom)
+
+
+@st.cache_data(ttl=TTL, show_spinner=False)
+def why_not(url: str, relation: str, src: str, dst: str) -> whynot.WhyNot:
+    """Why ``relation(src, dst, ...)`` does not hold (:mod:`netrules.store.whynot`)."""
+    atom = ast.Atom(relation, (ast.Const(src), ast.Const(dst)))
+    return whynot.why_not(store(url), atom)
 
 
 def format_time(t: float | None) -> str:

@@ -162,6 +162,7 @@ def figure(
     route: Sequence[str] = (),
     broken: Sequence[Sequence[str]] = (),
     focus: Iterable[str] = (),
+    status: Mapping[str, str] | None = None,
     labels: bool | None = None,
     height: int | None = None,
     view: str = "",
@@ -170,8 +171,10 @@ def figure(
 
     ``visible`` restricts the drawing to those nodes (a k-hop neighbourhood or a name filter);
     ``route`` is a path drawn thick blue; ``broken`` are paths a failed link broke, drawn
-    dashed orange; ``focus`` nodes are drawn larger. ``view`` names the current filter: zoom
-    and pan survive refreshes until it changes.
+    dashed orange; ``focus`` nodes are drawn larger; ``status`` ('isolated', 'degraded', 'up'
+    per node) colours an isolated node red and a degraded one orange, so a cut-off node does
+    not look like its neighbours. ``view`` names the current filter: zoom and pan survive
+    refreshes until it changes.
     """
     shown = [n for n in nodes if visible is None or n in visible]
     shown_set = set(shown)
@@ -215,14 +218,18 @@ def figure(
     on_route = set(route)
     focus_set = set(focus)
     placed = [n for n in shown if n in pos]
-    colors = [ROUTE if n in on_route else DOWN if n in down_nodes else _NODE for n in placed]
+    status = status or {}
+    colors = [ROUTE if n in on_route else DOWN if status.get(n) == "isolated"
+              else BROKEN if status.get(n) == "degraded" or n in down_nodes else _NODE
+              for n in placed]
     sizes = [(18 if small else 11) if n in focus_set else (12 if small else 6) for n in placed]
     fig.add_trace(go.Scatter(
         x=[pos[n][0] for n in placed], y=[pos[n][1] for n in placed],
         mode="markers+text" if labels else "markers", name="node", showlegend=False,
         text=placed if labels else None, textposition="top center",
         textfont={"size": 13 if small else 9},
-        customdata=placed, hovertext=placed, hoverinfo="text",
+        customdata=placed, hoverinfo="text",
+        hovertext=[f"{n} ({status[n]})" if n in status else n for n in placed],
         marker={"color": colors, "size": sizes, "line": {"color": "white", "width": 1}}))
     fig.update_layout(
         height=height or (620 if small else 820), margin={"l": 5, "r": 5, "t": 30, "b": 5},

@@ -6,7 +6,6 @@ caret line and exits with status 1; ``--json`` makes output machine-readable.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -59,19 +58,35 @@ def _print_views(views: dict[str, list[Fact]], relations: frozenset[str]) -> Non
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="netrules")
-def main() -> None:
+@click.option("-v", "--verbose", is_flag=True,
+              help="Spark and JVM logs on the console (default: a file, see NETRULES_SPARK_LOG).")
+def main(verbose: bool) -> None:
     """netrules: a rule-based network monitor. NDlog views over your network, kept exact as
     links fail and recover."""
+    if verbose:  # read where the SparkSession is built, so it reaches every engine
+        import os
+
+        os.environ["NETRULES_VERBOSE"] = "1"
 
 
 @main.command()
 @click.argument("program")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def check(program: str, as_json: bool) -> None:
+@click.option("--facts", "facts_path", type=click.Path(exists=True, dir_okay=False),
+              help="Also check a facts file against the program (relations, arities).")
+@click.option("--updates", "updates_path", type=click.Path(exists=True, dir_okay=False),
+              help="Also check an updates file against the program.")
+def check(program: str, as_json: bool, facts_path: str | None, updates_path: str | None
+          ) -> None:
     """Parse and plan PROGRAM (a file or a shipped program name); print strata and localized
-    rules, or every error with its location (exit status 1)."""
+    rules, or every error with its location (exit status 1). With --facts/--updates, a fact
+    for an unknown relation or with the wrong arity is an error naming its file and line."""
     try:
         plan = plan_program(load_program_arg(program))
+        _read_facts(facts_path, plan)
+        if updates_path:
+            parse_updates(Path(updates_path).read_text(encoding="utf-8"), updates_path,
+                          arity=plan.arity, derived=plan.derived)
     except NetrulesError as err:
         _fail(err)
         return
@@ -88,23 +103,13 @@ def check(program: str, as_json: bool) -> None:
         click.echo(plan.describe())
 
 
-def _read_facts(path: str | None) -> list[Fact]:
+def _read_facts(path: str | None, plan: Plan | None = None) -> list[Fact]:
     if path is None:
         return []
-    return parse_facts(Path(path).read_text(encoding="utf-8"), path)
-
-
-def _check_relations(plan: Plan, facts: list[Fact], where: str) -> None:
-    from netrules.errors import FactsError
-
-    for f in facts:
-        if f.relation in plan.derived:
-            raise FactsError(f"{where}: {f} asserts a derived relation; only base relations "
-                             f"({', '.join(sorted(plan.base))}) take facts")
-        want = plan.arity.get(f.relation)
-        if want is not None and want != len(f.args):
-            raise FactsError(f"{where}: {f} has {len(f.args)} arguments; {f.relation} takes "
-                             f"{want}")
+    if plan is None:
+        return parse_facts(Path(path).read_text(encoding="utf-8"), path)
+    return parse_facts(Path(path).read_text(encoding="utf-8"), path, arity=plan.arity,
+                       derived=plan.derived)
 
 
 @main.command(name="eval")
@@ -132,14 +137,11 @@ def eval_cmd(program: str, facts_path: str | None, updates_path: str | None, eng
     try:
         prog = load_program_arg(program)
         plan = plan_program(prog)
-        facts = _read_facts(facts_path)
-        _check_relations(plan, facts, facts_path or "<facts>")
+        facts = _read_facts(facts_path, plan)  # an unknown relation or arity: file:line
         batches = None
         if updates_path:
             batches = parse_updates(Path(updates_path).read_text(encoding="utf-8"),
-                                    updates_path)
-            for b in batches:
-                _check_relations(plan, [f for _, f in b], updates_path)
+                                    updates_path, arity=plan.arity, derived=plan.derived)
         results = run_batches(plan, facts, batches, engine=engine, strategy=strategy,
                               shuffle=shuffle, state=state_at)
     except NetrulesError as err:
@@ -195,11 +197,12 @@ def _click_error(err: NetrulesError, hint: str | None = None) -> click.ClickExce
 
 
 def _open_store(url: str, read_only: bool = False):
-    from netrules.store import open_store
+    from netrules.store import open_store, parse_store_url
 
     try:
-        if not read_only and "://" not in url:
-            Path(url).resolve().parent.mkdir(parents=True, exist_ok=True)
+        parsed = parse_store_url(url)
+        if not read_only and parsed.backend == "sqlite" and parsed.target != ":memory:":
+            Path(parsed.target).resolve().parent.mkdir(parents=True, exist_ok=True)
         return open_store(url, read_only=read_only)
     except NetrulesError as err:
         raise _click_error(err, _READ_HINT if read_only else None) from err
@@ -229,6 +232,13 @@ def _batch_printer(quiet: bool, show: int = 10):
     def on_batch(rec, written: bool) -> None:
         if not written or quiet:
             return
+        plus, minus = rec.counts()
+        st = rec.stats
+        click.echo(f"[batch {rec.batch_id}] {st.get('events', len(rec.events))} events: "
+                   f"+{sum(plus.values())} -{sum(minus.values())} facts, "
+                   f"{len(rec.alerts_raised)} alerts raised, {len(rec.alerts_cleared)} cleared "
+                   f"({st.get('seconds_total', st.get('seconds', 0)):.2f} s; engine {st.get('engine_seconds', 0):.2f} s, "
+                   f"{st.get('strategy', '')})")
         for lines in ([_alert_line(rec.batch_id, a) for a in rec.alerts_raised],
                       [_cleared_line(rec.batch_id, k) for k in rec.alerts_cleared]):
             for line in lines[:show]:
@@ -351,6 +361,9 @@ def _write_source(*, topology: str | None, scenario: str | None, seed: int | Non
 @click.option("--json", "as_json", is_flag=True,
               help="At the end print the run summary, the views and the active alerts as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print alerts as they fire.")
+@click.option("--strict", is_flag=True,
+              help="Stop at the first event the program cannot take (unknown relation, wrong "
+                   "arity) instead of counting it.")
 def run(program: str, topology: str | None, scenario: str | None, seed: int | None,
         fail_link: tuple[tuple[str, str], ...], at: float, random_failures: str | None,
         tick: float, capture_file: str | None, iface: str | None, events_src: str | None,
@@ -359,7 +372,7 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
         batch_events: int, max_files_per_trigger: int, trigger: float, max_derivations: int,
         monitor: tuple[str, ...], webhook: str | None, alert_config: str | None,
         link_relation: str, route_relation: str, reach_relation: str, loop_relation: str,
-        pattern_relations: str, as_json: bool, quiet: bool) -> None:
+        pattern_relations: str, as_json: bool, quiet: bool, strict: bool) -> None:
     """Run PROGRAM over a source, through the event log, into the store; print alerts as
     they fire.
 
@@ -400,7 +413,7 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
             from netrules.pipeline.sources import follow_interface
 
             stop = threading.Event()
-            follow_interface(iface, EventLog(events_dir), trigger, stop)
+            follow_interface(iface, EventLog(events_dir), stop)
         opts = RunOptions(
             store=store, events_dir=events_dir, checkpoint=checkpoint, strategy=strategy,
             engine=engine, spark_master=spark_master, once=once,
@@ -411,12 +424,16 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
             route_relation=route_relation, reach_relation=reach_relation,
             loop_relation=loop_relation,
             pattern_relations=tuple(p for p in pattern_relations.split(",") if p),
-            monitored=_monitor_pairs(monitor), alert_config=alert_config, webhook=webhook)
+            monitored=_monitor_pairs(monitor), alert_config=alert_config, webhook=webhook,
+            strict=strict)
         progress = _Progress(enabled=not as_json)
         summary = run_pipeline(
             plan, db, opts, on_batch=_batch_printer(quiet or as_json),
             on_bad_line=lambda msg: click.echo(f"warning: {msg}", err=True),
-            on_progress=progress)
+            on_progress=progress,
+            on_ignored=lambda kind, where, why: click.echo(
+                f"warning: {where}: {why}; events like it are counted in the batch stats "
+                f"(ignored.{kind}), not applied (--strict stops instead)", err=True))
         progress.close()
         active = db.alerts(active_only=True)
         if as_json:
@@ -450,17 +467,17 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
 @_json_opt
 def query(atom: str, store: str, link_relation: str, as_json: bool) -> None:
     """Facts in the store matching ATOM, e.g. 'reachable(@a,X)' or 'bestPath(@a,d,P,C)'."""
-    from netrules.pipeline import answers
+    from netrules.store import queries
 
     db = _open_store(store, read_only=True)
     try:
         parsed = parse_atom(atom)
-        nodes = answers.known_nodes(db, link_relation)
+        nodes = queries.known_nodes(db, link_relation)
         for t in parsed.args:  # NDlog reads capitalised names as variables
             if isinstance(t, ast.Var) and t.name in nodes:
                 click.echo(f"note: {t.name} is a variable here; write the node as "
                            f"\"{t.name}\"", err=True)
-        facts = answers.query(db, parsed, link_relation)
+        facts = queries.query(db, parsed, link_relation)
     except NetrulesError as err:
         raise _click_error(err) from err
     finally:
@@ -479,7 +496,7 @@ def query(atom: str, store: str, link_relation: str, as_json: bool) -> None:
 @_json_opt
 def why(fact: str, store: str, as_json: bool) -> None:
     """Why FACT holds: its derivation tree from the store, down to base facts."""
-    from netrules.pipeline import answers
+    from netrules.store import queries
 
     db = _open_store(store, read_only=True)
     try:
@@ -487,7 +504,7 @@ def why(fact: str, store: str, as_json: bool) -> None:
         if any(ast.variables_of(t) for t in atom.args):
             raise click.UsageError(f"{fact!r} has variables; `why` explains one ground fact "
                                    f"(find them with `netrules query`)")
-        tree = answers.why(db, atom.ground())
+        tree = queries.why(db, atom.ground())
     except NetrulesError as err:
         raise _click_error(err) from err
     finally:
@@ -504,15 +521,15 @@ def why(fact: str, store: str, as_json: bool) -> None:
 def routes(src: str | None, dst: str | None, store: str, route_relation: str,
            as_json: bool) -> None:
     """Current routes (the route relation, bestPath by default), from SRC and to DST."""
-    from netrules.pipeline import answers
+    from netrules.store import queries
 
     db = _open_store(store, read_only=True)
     try:
-        answers.check_relation_known(db, route_relation)
+        queries.check_relation_known(db, route_relation)
         where = {}
         for pos, node in ((0, src), (1, dst)):
             if node is not None:
-                answers.check_node(db, node)
+                queries.check_node(db, node)
                 where[pos] = node
         rows = db.read_view(route_relation, where=where or None)
     except NetrulesError as err:
@@ -541,11 +558,11 @@ def traceroute(src: str, dst: str, store: str, route_relation: str, link_relatio
                as_json: bool) -> None:
     """Follow the route from SRC to DST hop by hop: each hop's next hop, the cost so far
     and the rule and fact that chose it."""
-    from netrules.pipeline import answers
+    from netrules.store import queries
 
     db = _open_store(store, read_only=True)
     try:
-        trace = answers.traceroute(db, src, dst, route_relation, link_relation)
+        trace = queries.traceroute(db, src, dst, route_relation, link_relation)
     except NetrulesError as err:
         raise _click_error(err) from err
     finally:
@@ -578,21 +595,21 @@ def traceroute(src: str, dst: str, store: str, route_relation: str, link_relatio
 def diff(before: int | None, after: int | None, event_id: str | None, relation: str | None,
          store: str, as_json: bool) -> None:
     """Reachability pairs lost and gained between two batches, from the change log."""
-    from netrules.pipeline import answers
+    from netrules.store import queries
 
     if event_id is None and (before is None or after is None):
         raise click.UsageError("give --before BATCH --after BATCH, or --event ID")
     db = _open_store(store, read_only=True)
     try:
         if event_id is not None:
-            after = answers.batch_of_event(db, event_id)
+            after = queries.batch_of_event(db, event_id)
             before = after - 1
         assert before is not None and after is not None
-        plan = answers.stored_plan(db)
+        plan = queries.stored_plan(db)
         rels = set(db.relations()) | (set(plan.arity) if plan else set())
         relation = relation or next((r for r in ("reachable", "bestPath") if r in rels),
                                     "reachable")
-        lost, gained = answers.reach_diff(db, before, after, relation)
+        lost, gained = queries.reach_diff(db, before, after, relation)
     except NetrulesError as err:
         raise _click_error(err) from err
     finally:
@@ -609,13 +626,36 @@ def diff(before: int | None, after: int | None, event_id: str | None, relation: 
             click.echo(f"{mark} {s} -> {d}")
 
 
+@main.command(name="why-not")
+@click.argument("atom")
+@_store_opt
+@settings.option("link_relation")
+@_json_opt
+def why_not(atom: str, store: str, link_relation: str, as_json: bool) -> None:
+    """Why ATOM's pair has no fact, e.g. 'bestPath("New York","Seattle",P,C)' or
+    'reachable(a,d)': the last fact it had, the batch and base facts whose deletion took it,
+    and why each neighbour of the source cannot offer one."""
+    from netrules.store.whynot import why_not as explain
+
+    db = _open_store(store, read_only=True)
+    try:
+        answer = explain(db, parse_atom(atom), link_relation)
+    except NetrulesError as err:
+        raise _click_error(err) from err
+    finally:
+        db.close()
+    click.echo(json.dumps(answer.to_json()) if as_json else answer.render())
+
+
 @main.command()
-@click.option("--active", is_flag=True, help="Only alerts that have not cleared.")
+@click.option("--active", is_flag=True, help="Only incidents (and alerts) still active.")
 @click.option("--limit", type=int, default=None, help="At most N alerts, newest first.")
 @_store_opt
 @_json_opt
 def alerts(active: bool, limit: int | None, store: str, as_json: bool) -> None:
-    """Alerts in the store, newest first."""
+    """Incidents in the store, newest first, each with the alerts it groups."""
+    from netrules.store.incidents import group_incidents
+
     db = _open_store(store, read_only=True)
     try:
         rows = db.alerts(active_only=active, limit=limit)
@@ -623,37 +663,28 @@ def alerts(active: bool, limit: int | None, store: str, as_json: bool) -> None:
         raise _click_error(err) from err
     finally:
         db.close()
+    incidents = group_incidents(rows)
     if as_json:
-        click.echo(json.dumps([a.to_json() for a in rows]))
+        click.echo(json.dumps({"incidents": [i.to_json() for i in incidents]}))
         return
-    for a in rows:
-        state = ("ACTIVE " if a.state == "active"
-                 else f"cleared in batch {a.cleared_batch}: ")
-        click.echo(f"[batch {a.raised_batch}] {a.severity:<8} {state}{a.message}")
-    click.echo(f"{len(rows)} alert{'s' if len(rows) != 1 else ''}", err=True)
+    for inc in incidents:
+        click.echo(f"[batch {inc.start_batch}] INCIDENT {inc.title()}")
+        for a in inc.alerts:
+            state = ("ACTIVE " if a.state == "active"
+                     else f"cleared in batch {a.cleared_batch}: ")
+            click.echo(f"    [batch {a.raised_batch}] {a.severity:<8} {state}{a.message}")
+    click.echo(f"{len(incidents)} incident{'s' if len(incidents) != 1 else ''}, "
+               f"{len(rows)} alert{'s' if len(rows) != 1 else ''}", err=True)
 
 
-@main.command()
-@_store_opt
-@click.option("--port", type=int, default=8501, show_default=True, help="Port on 127.0.0.1.")
-def dashboard(store: str, port: int) -> None:
-    """Open the Streamlit dashboard on the store (bound to 127.0.0.1)."""
-    import os
-    import subprocess
+def _register_dashboard() -> None:
+    """The one ``dashboard`` command lives with the dashboard (its tests start it the same way)."""
+    from dashboard.commands import dashboard
 
-    import dashboard as dash_pkg
+    main.add_command(dashboard, "dashboard")
 
-    app = Path(dash_pkg.__file__).resolve().parent / "app.py"
-    if not app.is_file():
-        raise click.ClickException(f"no dashboard app at {app}\nHint: install netrules with "
-                                   f"its dashboard (pip install -e \".[test]\")")
-    _open_store(store, read_only=True).close()
-    env = dict(os.environ, NETRULES_STORE=store)
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address",
-           "127.0.0.1", "--server.headless", "true", "--server.port", str(port)]
-    click.echo(f"dashboard on http://127.0.0.1:{port} (Ctrl-C stops it)", err=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        sys.exit(subprocess.call(cmd, env=env))
+
+_register_dashboard()
 
 
 @main.command()

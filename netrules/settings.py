@@ -31,7 +31,8 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("store", "netrules.db",
-            "Store URL: a SQLite path (sqlite:///path) or postgresql://user@host/db."),
+            "Store URL: a SQLite path, sqlite:///relative or sqlite:////absolute, or "
+            "postgresql://user@host/db."),
     Setting("events_dir", "netrules-events",
             "Event-log directory: sources write segments here, the pipeline reads them."),
     Setting("checkpoint", None,
@@ -40,11 +41,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("trigger", 1.0, "Streaming trigger interval in seconds (when following a log)."),
     Setting("max_files_per_trigger", 1,
             "Event-log segments per streaming micro-batch (one segment is one collector tick)."),
-    Setting("batch_events", 500,
-            "--once: at most this many events per batch (a batch never spans two segments)."),
-    Setting("strategy", "auto", "Maintenance strategy: auto (psn, or a rebuild past the "
-            "crossover), psn, dred, fbf, counting or rematerialize; per-view overrides after "
-            "commas, e.g. auto,bestPath=dred (psn, dred or fbf)."),
+    Setting("batch_events", 0,
+            "--once: at most this many events per batch (a batch never spans two segments); "
+            "0 applies each segment whole, so a topology load is one materialisation."),
+    Setting("strategy", "auto", "Maintenance strategy: auto (the columnar engine; per-fact "
+            "psn or a rebuild past the crossover where it does not apply), columnar, psn, dred, "
+            "fbf, counting or rematerialize; per-view overrides after commas, e.g. "
+            "auto,bestPath=dred (psn, dred or fbf)."),
     Setting("engine", "reference",
             "Who maintains the views: reference (in-process) or spark (views mirrored in Spark)."),
     Setting("max_derivations", 20_000,

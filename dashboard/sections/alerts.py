@@ -1,8 +1,9 @@
-"""The alerts feed: newest first, with severity, raising time, the triggering events and
-whether (and when) the alert cleared.
+"""Incidents first, then the alerts inside them: severity, raising time, the triggering events
+and whether (and when) each cleared.
 
-Rendered as an HTML table rather than a data grid so the text is selectable, searchable with
-the browser's find, and readable in a screenshot pasted into an incident channel.
+One cut raises one alert per lost route; the operator reads one incident line per cause
+(:mod:`netrules.store.incidents`) and opens it for the routes. The full feed below is a data
+grid, so any column sorts with a click.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import data
-from netrules.alerts.rules import SEVERITIES, Alert
+from netrules.store.incidents import Incident
+from netrules.store.records import SEVERITIES, Alert
 
-__all__ = ["TITLE", "ICONS", "render", "banner", "alert_rows"]
+__all__ = ["TITLE", "ICONS", "render", "banner", "alert_rows", "incident_rows"]
 
 TITLE = "Alerts"
 #: Material icons ship with Streamlit, so they render even where no emoji font is installed.
@@ -44,19 +46,54 @@ def alert_rows(alerts: list[Alert]) -> pd.DataFrame:
                                  "triggered by", "cleared"])
 
 
-def banner(url: str, limit: int = 4) -> None:
-    """Active alerts above every section: an outage should never hide behind a tab."""
-    active = data.alerts(url, active_only=True, limit=200)
-    for a in active[:limit]:
-        text = f"**{a.severity}** · {a.message}"
-        if a.severity in ("critical", "major"):
-            st.error(text, icon=ICONS[a.severity])
-        elif a.severity == "minor":
-            st.warning(text, icon=ICONS[a.severity])
-        else:
-            st.info(text, icon=ICONS["info"])
+def _box(severity: str, text: str) -> None:
+    if severity in ("critical", "major"):
+        st.error(text, icon=ICONS[severity])
+    elif severity == "minor":
+        st.warning(text, icon=ICONS[severity])
+    else:
+        st.info(text, icon=ICONS["info"])
+
+
+def banner(url: str, limit: int = 3) -> None:
+    """Active incidents above every section, one line each: an outage should never hide
+    behind a tab, nor push the page down with one banner per lost route."""
+    active = data.incidents(url, active_only=True)
+    for inc in active[:limit]:
+        _box(inc.severity, f"**Incident** · {inc.title()}")
     if len(active) > limit:
-        st.caption(f"+{len(active) - limit} more active alerts: see the Alerts section.")
+        st.caption(f"+{len(active) - limit} more active incidents: see the Alerts section.")
+
+
+def incident_rows(incidents: list[Incident]) -> pd.DataFrame:
+    """One display row per incident."""
+    return pd.DataFrame([{
+        "severity": i.severity,
+        "state": "active" if i.active else "ended",
+        "cause": ", ".join(i.links),
+        "affected": len(i.affected),
+        "flaps": i.flaps,
+        "start": f"{data.format_time(i.start_time)} (batch {i.start_batch})",
+        "end": "" if i.end_time is None else f"{data.format_time(i.end_time)} "
+                                             f"(batch {i.end_batch})",
+    } for i in incidents], columns=["severity", "state", "cause", "affected", "flaps", "start",
+                                    "end"])
+
+
+def _incidents(url: str, active_only: bool, severities: list[str]) -> None:
+    incs = [i for i in data.incidents(url, active_only=active_only) if i.severity in severities]
+    st.subheader("Incidents")
+    n_active = sum(i.active for i in incs)
+    st.caption(f"{len(incs)} incidents, {n_active} active: alerts that share a cause (the "
+               "same batch's failed links), newest first.")
+    if not incs:
+        st.success("No incidents.")
+        return
+    st.dataframe(incident_rows(incs), hide_index=True, key="incidents_table")
+    for n, inc in enumerate(incs[:20]):
+        with st.expander(inc.title(), expanded=n == 0 and inc.active):
+            st.markdown("**Affected:** " + ", ".join(inc.affected))
+            st.dataframe(alert_rows(list(inc.alerts)), hide_index=True, key=f"inc_{n}")
 
 
 def render(url: str) -> None:
@@ -65,10 +102,13 @@ def render(url: str) -> None:
     severities = c2.multiselect("Severity", list(SEVERITIES), default=list(SEVERITIES),
                                 key="alerts_severity")
     limit = c3.number_input("Show at most", 10, 5_000, 200, step=50, key="alerts_limit")
+    _incidents(url, active_only, severities)
     alerts = [a for a in data.alerts(url, active_only=active_only, limit=int(limit))
               if a.severity in severities]
+    st.subheader("Every alert")
     n_active = sum(a.state == "active" for a in alerts)
-    st.caption(f"{len(alerts)} alerts shown, {n_active} active, newest first.")
+    st.caption(f"{len(alerts)} alerts shown, {n_active} active, newest first; click a column "
+               "header to sort.")
     if not alerts:
         st.success("No alerts." if not active_only else "No active alerts.")
         return
@@ -76,4 +116,4 @@ def render(url: str) -> None:
         lambda v: f"color: {_COLOURS[v]}; font-weight: 600" if v in _COLOURS else "",
         subset=["severity"]).map(
         lambda v: "color: #2e7d32" if v == "cleared" else "font-weight: 600", subset=["state"])
-    st.table(styled, hide_index=True)
+    st.dataframe(styled, hide_index=True, key="alerts_table")

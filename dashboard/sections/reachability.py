@@ -1,136 +1,105 @@
 """Reachability: ask the store a question in NDlog, or pick two nodes; see the whole matrix on a
 small network, or how many pairs are reachable over time on a large one.
 
-The query box takes one atom (``reachable(@a,X)``), parsed by the real NDlog parser so errors
-carry the same caret message as the CLI. Constants become ``where`` values handed to the store
-as bound parameters; variables become result columns. Nothing typed is evaluated or spliced
-into SQL.
+The query box takes one atom, parsed by the real NDlog parser and answered by
+:mod:`netrules.store.queries`, the module behind ``netrules query``: the same question gets the
+same answer (and the same error) in both. It opens on a view the store's program has
+(``reachable`` where it exists, else the route view), so a path-vector store does not open on
+an error. An empty answer during an incident says "outage" and why, not just "no".
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import data
-from netrules.errors import NdlogSyntaxError
-from netrules.facts import Fact, Value, format_value
-from netrules.lang import parse_atom
-from netrules.lang.ast import Atom, Const, ListExpr, Neg, Term, Var
+from dashboard.sections import routes
+from netrules.errors import NdlogSyntaxError, NetrulesError
+from netrules.facts import format_value
+from netrules.lang import ast, parse_atom
+from netrules.store import queries
 
-__all__ = ["TITLE", "MATRIX_LIMIT", "QueryError", "Lookup", "lookup", "answer",
-           "counts_over_time", "render"]
+__all__ = ["TITLE", "MATRIX_LIMIT", "PAIR_RELATIONS", "pair_relation", "counts_over_time",
+           "render"]
 
 TITLE = "Reachability"
 #: Up to this many nodes the full reachability matrix is drawn (60² cells still read well).
 MATRIX_LIMIT = 60
-_REL = "reachable"
+#: Views keyed by (source, destination) that answer "can S reach D?", best first.
+PAIR_RELATIONS = (queries.REACH, queries.ROUTE, "bestCost", "minCost")
+_REL = queries.REACH
 
 
-class QueryError(ValueError):
-    """The query parses but cannot be asked of the store (e.g. an expression argument)."""
+def pair_relation(views: dict[str, int], program_relations: set[str]) -> str | None:
+    """The view the page asks about: the first of :data:`PAIR_RELATIONS` the program has."""
+    return next((r for r in PAIR_RELATIONS if r in views or r in program_relations), None)
 
 
-class _NotConst(Exception):
-    pass
+def _default_query(rel: str, first: str, arity: int) -> str:
+    rest = ",".join(["X", *("_" * (arity - 2))]) if arity > 1 else ""
+    return f"{rel}(@{first},{rest})" if rest else f"{rel}(@{first})"
 
 
-def _const(t: Term) -> Value:
-    if isinstance(t, Const):
-        return t.value
-    if isinstance(t, ListExpr):
-        return tuple(_const(x) for x in t.items)
-    if isinstance(t, Neg) and isinstance(t.operand, Const) and isinstance(
-            t.operand.value, int | float):
-        return -t.operand.value
-    raise _NotConst
-
-
-class Lookup(NamedTuple):
-    """A query as a store lookup: ``where`` maps argument positions to constants, ``variables``
-    maps each named variable to the positions it occupies."""
-
-    relation: str
-    where: dict[int, Value]
-    variables: dict[str, list[int]]
-    arity: int
-
-
-def lookup(atom: Atom) -> Lookup:
-    """Translate a parsed query atom into a store lookup; raise QueryError for arguments that
-    are neither constants nor variables (the dashboard does not evaluate expressions)."""
-    where: dict[int, Value] = {}
-    variables: dict[str, list[int]] = {}
-    for i, t in enumerate(atom.args):
-        if isinstance(t, Var):
-            if not t.name.startswith("_"):
-                variables.setdefault(t.name, []).append(i)
-            continue
-        try:
-            where[i] = _const(t)
-        except _NotConst:
-            raise QueryError(f"argument {i + 1} ({t}): a query argument must be a constant "
-                             "or a variable") from None
-    return Lookup(atom.relation, where, variables, len(atom.args))
-
-
-def answer(url: str, q: Lookup, limit: int = 5_000) -> list[Fact]:
-    """Facts matching the lookup: constants by the store, repeated variables (``link(@X,X,C)``)
-    and arity here."""
-    facts = data.read_view(url, q.relation, data.where_items(q.where), limit=limit)
-    out = []
-    for f in facts:
-        if len(f.args) != q.arity:
-            continue
-        if all(len({f.args[p] for p in ps}) == 1 for ps in q.variables.values()):
-            out.append(f)
-    return out
-
-
-def _query_box(url: str, names: list[str], views: dict[str, int]) -> None:
+def _query_box(url: str, names: list[str], rel: str | None, arity: int) -> None:
     first = format_value(names[0]) if names else "a"
-    text = st.text_input("Query (one NDlog atom; variables are capitalised)",
-                         value=f"{_REL}(@{first},X)", key="reach_query")
+    default = _default_query(rel, first, arity) if rel else f"link(@{first},X,C)"
+    text = st.text_input("Query (one NDlog atom; variables are capitalised)", value=default,
+                         key="reach_query")
     if not text.strip():
         return
     try:
-        q = lookup(parse_atom(text))
+        names_at, facts = data.query(url, text.strip())
     except NdlogSyntaxError as err:
         st.error("That is not an NDlog atom:")
         st.code(err.render(), language=None)
         return
-    except QueryError as err:
+    except NetrulesError as err:
         st.error(str(err))
         return
-    if q.relation not in views:
-        st.error(f"No view named {q.relation!r} in this store (or it is empty). Views: "
-                 + (", ".join(f"{r} ({n})" for r, n in views.items()) or "none yet") + ".")
-        return
-    facts = answer(url, q)
-    if not q.variables:
+    if not facts:
+        _outage(url, text.strip())
+    if not names_at:
         verdict = "yes" if facts else "no"
         st.markdown(f"**{verdict}**: `{text.strip()}` {'holds' if facts else 'does not hold'}.")
         return
-    st.caption(f"{len(facts)} answer{'s' if len(facts) != 1 else ''}"
-               + (" (first 5,000)" if len(facts) >= 5_000 else ""))
-    rows = [{v: format_value(f.args[ps[0]]) for v, ps in q.variables.items()} for f in facts]
-    st.dataframe(pd.DataFrame(rows, columns=list(q.variables)), hide_index=True,
+    st.caption(f"{len(facts)} answer{'s' if len(facts) != 1 else ''}")
+    rows = [{v: format_value(f.args[i]) for v, i in names_at.items()} for f in facts[:5_000]]
+    st.dataframe(pd.DataFrame(rows, columns=list(names_at)), hide_index=True,
                  key="reach_result")
 
 
-def _pair(url: str, names: list[str]) -> None:
+def _outage(url: str, text: str) -> None:
+    """An empty answer naming a node an active incident cut off is an outage, not a "no"."""
+    consts = {str(t.value) for t in parse_atom(text).args
+              if isinstance(t, ast.Const) and isinstance(t.value, str)}
+    inc = next((i for i in data.incidents(url, active_only=True) if consts & i.nodes), None)
+    if inc is not None:
+        st.error(f"Outage: the answer is empty while this incident is active: {inc.title()}",
+                 icon=":material/report:")
+
+
+def _pair(url: str, names: list[str], rel: str) -> None:
     c1, c2 = st.columns(2)
+    for key in ("reach_src", "reach_dst"):  # a deep link may name a node that left
+        if key in st.session_state and st.session_state[key] not in names:
+            del st.session_state[key]
     src = c1.selectbox("Source", names, index=0, key="reach_src")
-    dst = c2.selectbox("Destination", names, index=len(names) - 1, key="reach_dst")
-    if src is None or dst is None:
+    dst = c2.selectbox("Destination", names, key="reach_dst",
+                       index=None if "reach_dst" in st.session_state else len(names) - 1)
+    if src is None or dst is None or src == dst:
         return
-    if data.read_view(url, _REL, ((0, src), (1, dst)), limit=1):
-        st.success(f"{src} can reach {dst}.")
+    if data.read_view(url, rel, ((0, src), (1, dst)), limit=1):
+        st.success(f"{src} can reach {dst} ({rel}).")
+        return
+    answer = data.why_not(url, rel, src, dst)
+    if answer.incident is not None:
+        st.error(f"Outage: {src} cannot reach {dst}: {answer.incident.title()}",
+                 icon=":material/report:")
     else:
-        st.error(f"{src} cannot reach {dst}.")
+        st.error(f"{src} cannot reach {dst} ({rel} has no fact for the pair).")
+    routes.why_not(url, rel, src, dst)
 
 
 def _matrix(url: str, names: list[str]) -> None:
@@ -182,14 +151,19 @@ def render(url: str) -> None:
     nodes, links = data.topology(url)
     names = sorted({n.name for n in nodes} | {x for ln in links for x in (ln.src, ln.dst)})
     views = data.relations(url)
-    _query_box(url, names, views)
-    if _REL not in views and not data.changes(url, relation=_REL, limit=1):
-        st.info("This store's program has no `reachable` view; the query box above can ask "
-                "any view.")
+    plan_rels = set(data.program_arity(url))
+    rel = pair_relation(views, plan_rels)
+    arity = data.program_arity(url).get(rel or "", 2)
+    _query_box(url, names, rel, arity)
+    if rel is None:
+        st.info("This store's program has no reachability or route view; the query box above "
+                "can ask any view.")
         return
     if names:
-        st.subheader("Can one node reach another?")
-        _pair(url, names)
+        st.subheader(f"Can one node reach another? ({rel})")
+        _pair(url, names, rel)
+    if rel != _REL:
+        return
     if names and len(names) <= MATRIX_LIMIT:  # read at call time: tests lower it
         st.subheader("Reachability matrix")
         _matrix(url, names)

@@ -15,11 +15,12 @@ import streamlit as st
 from dashboard import data, graph
 from dashboard.sections import topology
 from netrules.facts import Fact, format_value
+from netrules.store import queries
 
-__all__ = ["TITLE", "PATH_RELATION", "COST_RELATIONS", "why_lines", "render"]
+__all__ = ["TITLE", "PATH_RELATION", "COST_RELATIONS", "why_lines", "why_not", "render"]
 
 TITLE = "Routes"
-PATH_RELATION = "bestPath"
+PATH_RELATION = queries.ROUTE
 #: Views that give a cost but no path, used when the program has no ``bestPath``.
 COST_RELATIONS = ("bestCost", "minCost")
 
@@ -70,11 +71,16 @@ def why_lines(url: str, fact: Fact, max_lines: int = 400) -> list[str]:
     return lines
 
 
-def _route_alert(url: str, src: str, dst: str) -> None:
-    for a in data.alerts(url, active_only=True, limit=500):
-        if a.kind in ("route_lost", "reachability_lost") and (
-                a.subject.get("src"), a.subject.get("dst")) == (src, dst):
-            st.error(f"{a.severity}: {a.message}")
+def why_not(url: str, relation: str, src: str, dst: str) -> None:
+    """The why-not answer for a missing pair (shared with the Reachability page): the route it
+    had, the deletions that took it, and why no neighbour can offer another."""
+    answer = data.why_not(url, relation, src, dst)
+    if answer.holds:
+        return
+    if answer.incident is not None:
+        st.error(f"Outage: {answer.incident.title()}", icon=":material/report:")
+    st.subheader("Why not")
+    st.code(answer.render(), language=None, wrap_lines=True)
 
 
 def render(url: str) -> None:
@@ -85,8 +91,12 @@ def render(url: str) -> None:
         return
     views = data.relations(url)
     c1, c2 = st.columns(2)
+    for key in ("route_src", "route_dst"):  # a deep link may name a node that left
+        if key in st.session_state and st.session_state[key] not in names:
+            del st.session_state[key]
     src = c1.selectbox("From", names, index=0, key="route_src")
-    dst = c2.selectbox("To", names, index=len(names) - 1, key="route_dst")
+    dst = c2.selectbox("To", names, key="route_dst",
+                       index=None if "route_dst" in st.session_state else len(names) - 1)
     if src is None or dst is None:
         return
     if src == dst:
@@ -105,7 +115,7 @@ def render(url: str) -> None:
     if fact is None:
         st.warning(f"No route from {src} to {dst} now ({rel}({format_value(src)},"
                    f"{format_value(dst)},…) does not hold).")
-        _route_alert(url, src, dst)
+        why_not(url, rel, src, dst)
     else:
         if rel == PATH_RELATION and len(fact.args) >= 4 and isinstance(fact.args[2], tuple):
             path = [str(n) for n in fact.args[2]]

@@ -33,9 +33,9 @@ def draw(url: str, *, key: str, visible: set[str] | None = None, route: Sequence
     # Only lost routes go on the map: re-routed ones still have a route, and drawing every
     # one of them would paint the whole neighbourhood orange. The table below lists both.
     broken_paths = [r["path"] for r in data.broken_routes(url)
-                    if r["status"] == "lost"][:50] if broken else []
+                    if r["status"] == "lost"][:200] if broken else []
     fig = graph.figure(sig[0], edges, pos, visible=visible, route=route, broken=broken_paths,
-                       focus=focus, view=view)
+                       focus=focus, status=data.node_status(url), view=view)
     st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points",
                     config={"scrollZoom": True, "displaylogo": False})
     return len(sig[0]) if visible is None else len(visible)
@@ -95,6 +95,13 @@ def render(url: str) -> None:
     if visible is not None:
         st.caption(f"Showing {shown} of {len(names)} nodes.")
 
+    status = data.node_status(url)
+    isolated = [n for n, v in status.items() if v == "isolated"]
+    degraded = [n for n, v in status.items() if v == "degraded"]
+    if isolated or degraded:
+        st.markdown(" · ".join(
+            [f":red[**{n}** isolated]" for n in isolated]
+            + [f":orange[**{n}** degraded]" for n in degraded]))
     left, right = st.columns(2)
     with left:
         st.subheader("Failed links")

@@ -35,6 +35,7 @@ from typing import Any
 
 from netrules.eventlog.schema import Event
 from netrules.facts import Fact, Value, format_value, value_from_json, value_to_json
+from netrules.store.records import ALERT_KINDS, SEVERITIES, Alert
 
 __all__ = [
     "SEVERITIES",
@@ -46,9 +47,6 @@ __all__ = [
     "view_has_from_store",
 ]
 
-SEVERITIES = ("critical", "major", "minor", "info")
-ALERT_KINDS = ("route_lost", "reachability_lost", "routing_loop", "pattern_matched")
-
 _DEFAULT_SEVERITY = {
     "route_lost": "major",
     "reachability_lost": "critical",
@@ -59,66 +57,6 @@ _DEFAULT_SEVERITY = {
 #: ``view_has(relation, key)``: does any fact of ``relation`` whose key positions hold ``key``
 #: exist after the batch was applied?
 ViewHas = Callable[[str, tuple[Value, ...]], bool]
-
-
-@dataclass(frozen=True)
-class Alert:
-    """One alert; ``id``/``state``/``cleared_*`` are filled in when read back from the store."""
-
-    kind: str
-    severity: str
-    message: str
-    dedup_key: str
-    subject: dict[str, Any]
-    raised_batch: int
-    raised_time: float
-    trigger_events: tuple[Event, ...] = ()
-    id: int | None = None
-    state: str = "active"
-    cleared_batch: int | None = None
-    cleared_time: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in ALERT_KINDS:
-            raise ValueError(f"unknown alert kind {self.kind!r}")
-        if self.severity not in SEVERITIES:
-            raise ValueError(f"unknown severity {self.severity!r}; one of {SEVERITIES}")
-        if self.state not in ("active", "cleared"):
-            raise ValueError(f"alert state must be 'active' or 'cleared', not {self.state!r}")
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON form (webhook payloads, CLI ``--json``)."""
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "severity": self.severity,
-            "message": self.message,
-            "dedup_key": self.dedup_key,
-            "subject": self.subject,
-            "raised_batch": self.raised_batch,
-            "raised_time": self.raised_time,
-            "trigger_events": [e.to_json() for e in self.trigger_events],
-            "state": self.state,
-            "cleared_batch": self.cleared_batch,
-            "cleared_time": self.cleared_time,
-        }
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Alert:
-        return cls(
-            kind=obj["kind"],
-            severity=obj["severity"],
-            message=obj["message"],
-            dedup_key=obj["dedup_key"],
-            subject=dict(obj.get("subject") or {}),
-            raised_batch=int(obj["raised_batch"]),
-            raised_time=float(obj["raised_time"]),
-            trigger_events=tuple(Event.from_json(e) for e in obj.get("trigger_events") or ()),
-            id=obj.get("id"),
-            state=obj.get("state", "active"),
-            cleared_batch=obj.get("cleared_batch"),
-            cleared_time=obj.get("cleared_time"),
-        )
 
 
 def _pair(obj: Any) -> tuple[Value, Value]:
@@ -310,8 +248,7 @@ def view_has_from_store(
     Alerts are written in the same transaction as the batch, so they are evaluated *before*
     the store holds the batch: pass the batch's ``added``/``removed`` and the answer is the
     post-batch state (store rows minus ``removed``, plus ``added``). Without them it answers
-    for the store as it is. Typed loosely so this module does not import the store (the store
-    imports :class:`Alert`).
+    for the store as it is. Typed loosely: the rules need only ``read_view``.
     """
     plus = {rel: list(fs) for rel, fs in (added or {}).items()}
     minus = {rel: set(fs) for rel, fs in (removed or {}).items()}

@@ -14,7 +14,8 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from netrules.alerts.rules import Alert
+from netrules.store.incidents import group_incidents
+from netrules.store.records import Alert
 
 __all__ = ["post_alerts", "WebhookNotifier", "payload"]
 
@@ -23,9 +24,17 @@ log = logging.getLogger(__name__)
 
 def payload(raised: Sequence[Alert], cleared: Sequence[str],
             batch_id: int | None = None) -> dict[str, Any]:
-    """The JSON body: ``{"batch_id", "raised": [alert...], "cleared": [dedup_key...]}``."""
-    return {"batch_id": batch_id, "raised": [a.to_json() for a in raised],
-            "cleared": list(cleared)}
+    """The JSON body: ``{"batch_id", "incidents": [incident...], "raised": [alert...],
+    "cleared": [dedup_key...]}``.
+
+    Incidents come first: a receiver paging a human wants "Seattle–Sunnyvale down, 20 routes
+    lost", not twenty pages. Each incident groups the batch's raised alerts sharing a cause and
+    carries their dedup keys; ``raised`` keeps every alert whole for receivers that predate
+    incidents.
+    """
+    return {"batch_id": batch_id,
+            "incidents": [i.to_json(with_alerts=False) for i in group_incidents(raised)],
+            "raised": [a.to_json() for a in raised], "cleared": list(cleared)}
 
 
 def post_alerts(url: str, raised: Sequence[Alert], cleared: Sequence[str],

@@ -3,6 +3,8 @@
 Each aggregate rule keeps, per group, the multiset of values its distinct body bindings give:
 ``a_COUNT`` and ``a_SUM`` are running totals moved by +1/-1 per binding, ``a_MIN``/``a_MAX``
 keep the extreme and rescan only *that group's* distinct values when the extreme itself goes.
+Groups are the plan's (``Rule.grouping``); with a payload (an arg-min) a group's values are
+(value, payload) pairs and the extreme is ``reference.best_pair`` of them.
 A batch feeds in the bindings that stopped holding and the ones that started; the groups they
 touch are the only ones whose head row can change.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from netrules.engine.reference import Binding
+from netrules.engine.reference import Binding, assemble_row, best_pair
 from netrules.facts import Value, sort_key
 from netrules.lang import ast
 from netrules.lang.builtins import evaluate
@@ -35,14 +37,19 @@ class AggIndex:
     """Per-group aggregate state of one rule ``h(..., a_F<V>, ...) :- body``."""
 
     def __init__(self, rule: ast.Rule) -> None:
-        agg = rule.head.aggregate()
-        assert agg is not None
+        g = rule.grouping
+        assert g is not None
         self.rule = rule
-        self.pos, self.agg = agg
+        self.grouping = g
+        self.pos = g.pos
+        self.agg: ast.Aggregate = rule.head.args[g.pos]  # type: ignore[assignment]
         self.groups: dict[tuple, _Group] = {}
-        others = [t for i, t in enumerate(rule.head.args) if i != self.pos]
-        self._key_names = ([t.name for t in others]  # type: ignore[union-attr]
-                           if all(isinstance(t, ast.Var) and t.name != "_" for t in others)
+        head = rule.head.args
+        # with a payload (arg-min), a group's values are (value, payload) pairs
+        self._payload = tuple(head[i] for i in g.payload)
+        group = [head[i] for i in g.group]
+        self._key_names = ([t.name for t in group]  # type: ignore[union-attr]
+                           if all(isinstance(t, ast.Var) and t.name != "_" for t in group)
                            else None)
 
     def _key_value(self, b: Binding) -> tuple[tuple, Value]:
@@ -50,9 +57,10 @@ class AggIndex:
         if names is not None:  # the usual head: plain variables around the aggregate
             key = tuple([b[n] for n in names])
         else:
-            key = tuple(evaluate(t, b) for i, t in enumerate(self.rule.head.args)
-                        if i != self.pos)
+            key = tuple(evaluate(self.rule.head.args[i], b) for i in self.grouping.group)
         value = b[self.agg.var.name] if self.agg.var else 1
+        if self._payload:
+            return key, (value, tuple(evaluate(t, b) for t in self._payload))
         return key, value
 
     def result(self, key: tuple) -> Value | None:
@@ -70,12 +78,12 @@ class AggIndex:
         v = self.result(key)
         if v is None:
             return None
-        row = list(key)
-        row.insert(self.pos, v)
-        return tuple(row)
+        if self._payload:
+            return assemble_row(self.grouping, key, v[0], v[1])  # type: ignore[index]
+        return assemble_row(self.grouping, key, v)
 
     def key_of_row(self, row: tuple) -> tuple:
-        return tuple(x for i, x in enumerate(row) if i != self.pos)
+        return tuple(row[i] for i in self.grouping.group)
 
     def update(self, removed: Iterable[Binding], added: Iterable[Binding]) -> set[tuple]:
         """Move the groups by the bindings that stopped and started holding; the touched keys."""
@@ -103,18 +111,24 @@ class AggIndex:
                     if g.extreme == value:
                         g.stale = True
                 elif sign > 0 and not g.stale and self.agg.func in ("MIN", "MAX") and (
-                        g.extreme is None or
-                        (sort_key(value) < sort_key(g.extreme)) == smaller):
+                        g.extreme is None or self._beats(value, g.extreme, smaller)):
                     g.extreme = value
         for key in touched:
             g = self.groups[key]
             if g.count <= 0:
                 del self.groups[key]
             elif g.stale and self.agg.func in ("MIN", "MAX"):
-                pick = min if smaller else max
-                g.extreme = pick(g.values, key=sort_key)  # this group's values only
+                if self._payload:  # this group's values only
+                    g.extreme = best_pair(self.agg.func, g.values)
+                else:
+                    g.extreme = (min if smaller else max)(g.values, key=sort_key)
                 g.stale = False
         return touched
+
+    def _beats(self, value: Value, extreme: Value, smaller: bool) -> bool:
+        if not self._payload:
+            return value != extreme and (sort_key(value) < sort_key(extreme)) == smaller
+        return value != extreme and best_pair(self.agg.func, (extreme, value)) == value
 
     def leans_on(self, key: tuple, value: Value) -> bool:
         """Whether the group's row may change when a binding giving ``value`` goes: always

@@ -10,6 +10,7 @@ import random
 from collections.abc import Iterable
 
 from netrules.engine import strategies
+from netrules.engine.ledger import BaseLedger
 from netrules.engine.reference import solve_body
 from netrules.engine.strategies.base import Delta, Derivation, State
 from netrules.errors import EngineError, NetrulesError
@@ -46,24 +47,26 @@ class Engine:
         """Apply one batch of signed base facts; returns the net change of every relation.
         A batch that fails (a builtin error on the new facts, an aggregate recursion that
         does not settle) leaves the views and the ledger as they were before it."""
-        balance = dict(self.state.ledger.balance)
+        saved = self.state.ledger.copy()
         try:
             delta = self.strategy.apply(self.state, list(batch))
         except NetrulesError:
-            self._restore(balance)
+            self._restore(saved)
             raise
         self.batches += 1
+        stale = self.state.ledger.last
+        delta.stats.ledger_duplicates = stale["duplicates"]
+        delta.stats.ledger_superseded = stale["superseded"]
         return delta
 
-    def _restore(self, balance: dict[Fact, int]) -> None:
+    def _restore(self, ledger: BaseLedger) -> None:
         """Rebuild the state from the ledger as it stood (strategies change their state in
         place while a batch runs, so a failed one is not simply undone)."""
         kw = {"overrides": self._overrides} if self._overrides else {}
         state = self.strategy.materialize(self.plan, [], rng=self._rng, **kw)
-        present = [f for f, n in balance.items() if n > 0]
+        present = ledger.present()
         self.strategy.apply(state, [("+", f) for f in sorted(present, key=Fact.key)])
-        state.ledger.balance.clear()
-        state.ledger.balance.update(balance)
+        state.ledger = ledger
         self.state = state
 
     def load(self, facts: Iterable[Fact]) -> Delta:

@@ -1,47 +1,222 @@
-"""Base facts as signed balances, so any split and any order of a batch give the same result.
+"""Base facts as network state: a last-writer-wins register per fact (per key, where the base
+relation declares ``keys``), so duplicated and reordered events change nothing.
 
-An insertion adds one to a fact's balance and a deletion takes one away; the fact is present
-while its balance is positive. A deletion that arrives before its insertion drives the balance
-below zero: it is *pending*, never dropped (paper 000's deferred DEL), and the insertion that
-follows cancels it. Because the balance is a sum, the net change of a batch depends only on the
-multiset of updates in it, which is the order-independence the engines build on.
+A collector's ``+link(@a,b,1)`` at time t says the link is up from t on; a restarted
+collector re-announces it and two collectors may both see it. Counting insertions (a multiset)
+would keep a link up after ``+ + -``; a register keeps whatever the *latest* event says.
+
+Each update carries a stamp, compared as ``(time, arrival, source, seq)``:
+
+* a timed update ``(sign, fact, time, seq[, source])`` gets ``(time, 0, source, seq)``: its
+  place depends only on the event, so any delivery order and any duplication of a stream give
+  the same state (the register is a commutative, idempotent merge);
+* a plain ``(sign, fact)`` has no time: arrival order is its time. It gets
+  ``(clock, n, "", 0)`` with ``clock`` the latest time seen and ``n`` a counter of plain
+  updates, so a later plain update in the stream wins, also over a timed one at the same time.
+
+Ties on the full stamp (one event with two meanings) go to the deletion, then to the smaller
+fact by ``sort_key``: corrupt input still gives one answer. An update whose stamp is not
+newer than its register's is *stale*: ``duplicates`` (the same write again) and ``superseded``
+(an older write) count them per batch.
+
+Keys: with ``materialize(link, ..., keys(1,2))`` the register is the key's values (the
+location argument always among them: every node holds its own table); a newer ``+link(@a,b,7)``
+replaces ``link(@a,b,1)``, and a newer deletion of either empties the key.
+
+Soft state: a base relation declared with a finite lifetime
+(``materialize(link, 30, infinity, keys(1,2))``) holds a fact only while its latest insertion
+is younger than the lifetime on the ledger's clock, the latest event time seen: an insertion
+at t lasts until t + lifetime unless a newer insertion refreshes it. Expiry is a deletion like
+any other (``apply`` reports the facts that expired as vanished) and depends only on the
+events and the clock, so a replay expires the same facts at the same batches.
+
+*Pending deletions* are registers whose latest write is a deletion of something never
+inserted (no insertion, older or newer, has reached the register): the orphans a collector
+should look at. A deletion that an older insertion arrives after still wins (it is newer) and
+the insertion counts as superseded. ``snapshot``/``restore`` round-trip the whole state, which
+is what restart needs (``pipeline.batch.recover``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from netrules.facts import Fact
+from netrules.facts import Fact, sort_key
 
-__all__ = ["BaseLedger"]
+__all__ = ["BaseLedger", "Update", "Stamp"]
+
+Stamp = tuple[float, int, str, int]
+Update = tuple  # (sign, fact) | (sign, fact, time, seq) | (sign, fact, time, seq, source)
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    order: tuple  # (stamp, deletion first, fact order): the register keeps the largest
+    sign: str
+    fact: Fact
+    inserted: bool  # some insertion, kept or superseded, has reached this register
 
 
 class BaseLedger:
-    def __init__(self) -> None:
-        self.balance: Counter[Fact] = Counter()
+    """The current base facts, one last-writer-wins register per fact or key."""
+
+    def __init__(self, keys: Mapping[str, tuple[int, ...]] | None = None,
+                 lifetimes: Mapping[str, float] | None = None) -> None:
+        """``keys``: relation -> 0-based argument positions forming its key (see ``for_plan``);
+        a relation not named is keyed by all its arguments. ``lifetimes``: relation -> seconds
+        an insertion lasts (soft state); a relation not named lasts until deleted."""
+        self.keys: dict[str, tuple[int, ...]] = dict(keys or {})
+        self.lifetimes: dict[str, float] = dict(lifetimes or {})
+        self.regs: dict[tuple, _Write] = {}
+        self.clock = 0.0
+        self.arrivals = 0
+        self.last = Counter[str]()  # the last batch's stale updates: duplicates, superseded
+
+    @classmethod
+    def for_plan(cls, plan: object) -> BaseLedger:
+        """A ledger keyed as ``plan`` declares its base relations (``materialize ... keys``),
+        the location argument always part of a key."""
+        keys: dict[str, tuple[int, ...]] = {}
+        derived = getattr(plan, "derived", ())
+        for rel, ks in getattr(plan, "keys", {}).items():
+            if rel in derived:
+                continue
+            pos = {k - 1 for k in ks}
+            loc = getattr(plan, "locspec", {}).get(rel)
+            if loc is not None:
+                pos.add(loc)
+            keys[rel] = tuple(sorted(pos))
+        program = getattr(plan, "program", None)
+        lifetimes = {m.name: m.lifetime for m in getattr(program, "materialized", ())
+                     if m.lifetime != float("inf") and m.name not in derived}
+        return cls(keys, lifetimes)
+
+    # -- reading -------------------------------------------------------------------------
+    def _reg(self, fact: Fact) -> tuple:
+        pos = self.keys.get(fact.relation)
+        if pos is None or any(p >= len(fact.args) for p in pos):
+            return (fact.relation, fact.args)
+        return (fact.relation, tuple(fact.args[p] for p in pos))
+
+    def _live(self, w: _Write | None, clock: float) -> Fact | None:
+        """The fact a register holds at ``clock`` (None: deleted, or expired soft state)."""
+        if w is None or w.sign != "+":
+            return None
+        life = self.lifetimes.get(w.fact.relation)
+        if life is not None and w.order[0][0] + life <= clock:
+            return None
+        return w.fact
 
     def present(self) -> set[Fact]:
-        return {f for f, n in self.balance.items() if n > 0}
+        return {f for w in self.regs.values() if (f := self._live(w, self.clock)) is not None}
+
+    def __len__(self) -> int:
+        """How many base facts are present."""
+        return len(self.present()) if self.lifetimes else sum(
+            1 for w in self.regs.values() if w.sign == "+")
+
+    def holds(self, fact: Fact) -> bool:
+        return self._live(self.regs.get(self._reg(fact)), self.clock) == fact
+
+    @property
+    def balance(self) -> dict[Fact, int]:
+        """The counting ledger's view, for callers written against it: 1 per present fact,
+        -1 per pending deletion (read-only; the registers are the state)."""
+        out = {f: -1 for f in self.pending_deletions()}
+        out.update({f: 1 for f in self.present()})
+        return out
 
     def pending_deletions(self) -> dict[Fact, int]:
-        """Deletions still waiting for the insertion they cancel (orphans stay here)."""
-        return {f: -n for f, n in self.balance.items() if n < 0}
+        """Deletions of facts no insertion has reached (orphans), each counted once."""
+        return {w.fact: 1 for w in self.regs.values() if w.sign == "-" and not w.inserted}
 
-    def apply(self, batch: Iterable[tuple[str, Fact]]) -> tuple[set[Fact], set[Fact]]:
-        """Apply signed updates; return the base facts that appeared and that disappeared."""
-        before: dict[Fact, int] = {}
-        for sign, fact in batch:
-            if fact not in before:
-                before[fact] = self.balance.get(fact, 0)
-            self.balance[fact] += 1 if sign == "+" else -1
+    # -- writing -------------------------------------------------------------------------
+    def _order(self, item: Update) -> tuple[str, Fact, tuple]:
+        sign, fact = item[0], item[1]
+        if len(item) > 2 and item[2] is not None:
+            t = float(item[2])
+            seq = int(item[3]) if len(item) > 3 and item[3] is not None else 0
+            src = str(item[4]) if len(item) > 4 and item[4] is not None else ""
+            self.clock = max(self.clock, t)
+            stamp: Stamp = (t, 0, src, seq)
+        else:
+            self.arrivals += 1
+            stamp = (self.clock, self.arrivals, "", 0)
+        return sign, fact, (stamp, sign == "-", sort_key((fact.relation, fact.args)))
+
+    def apply(self, batch: Iterable[Update]) -> tuple[set[Fact], set[Fact]]:
+        """Apply updates; return the base facts that appeared and that disappeared."""
+        return self._run(batch, write=True)
+
+    def preview(self, batch: Iterable[Update]) -> tuple[set[Fact], set[Fact]]:
+        """What ``apply`` would return, leaving the ledger as it is."""
+        saved = (self.clock, self.arrivals, Counter(self.last))
+        try:
+            return self._run(batch, write=False)
+        finally:
+            self.clock, self.arrivals, self.last = saved
+
+    def _run(self, batch: Iterable[Update], *, write: bool) -> tuple[set[Fact], set[Fact]]:
+        before: dict[tuple, Fact | None] = {}
+        now: dict[tuple, _Write] = {}
+        stale: Counter[str] = Counter()
+        start = self.clock
+        for item in batch:
+            sign, fact, order = self._order(item)
+            reg = self._reg(fact)
+            old = now.get(reg) or self.regs.get(reg)
+            if reg not in before:
+                before[reg] = self._live(self.regs.get(reg), start)
+            seen = (old is not None and old.inserted) or sign == "+"
+            if old is not None and order <= old.order:
+                stale["duplicates" if order == old.order else "superseded"] += 1
+                if seen != old.inserted:
+                    now[reg] = _Write(old.order, old.sign, old.fact, True)
+                continue
+            now[reg] = _Write(order, sign, fact, seen)
+        if self.lifetimes and self.clock > start:  # soft state the clock moved past expires
+            for reg, w in self.regs.items():
+                if reg not in now and w.fact.relation in self.lifetimes:
+                    before[reg] = self._live(w, start)
+                    now[reg] = w
         appeared, vanished = set(), set()
-        for fact, old in before.items():
-            new = self.balance[fact]
-            if new == 0:
-                del self.balance[fact]
-            if old <= 0 < new:
-                appeared.add(fact)
-            elif new <= 0 < old:
-                vanished.add(fact)
+        for reg, w in now.items():
+            was, is_ = before[reg], self._live(w, self.clock)
+            if was != is_:
+                if was is not None:
+                    vanished.add(was)
+                if is_ is not None:
+                    appeared.add(is_)
+        if write:
+            self.regs.update(now)
+        self.last = stale
         return appeared, vanished
+
+    # -- restart -------------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        """The whole state as JSON-ready data; ``restore`` rebuilds it exactly."""
+        regs = []
+        for w in sorted(self.regs.values(), key=lambda w: sort_key((w.fact.relation,
+                                                                      w.fact.args))):
+            (t, n, src, seq), _, _ = w.order
+            regs.append([w.fact.to_json(), w.sign, t, n, src, seq, int(w.inserted)])
+        return {"clock": self.clock, "arrivals": self.arrivals, "regs": regs}
+
+    def restore(self, snap: Mapping) -> None:
+        """Replace the state by a ``snapshot``'s."""
+        self.clock = float(snap.get("clock", 0.0))
+        self.arrivals = int(snap.get("arrivals", 0))
+        self.regs = {}
+        for fj, sign, t, n, src, seq, inserted in snap.get("regs", []):
+            f = Fact.from_json(fj)
+            order = ((float(t), int(n), str(src), int(seq)), sign == "-",
+                     sort_key((f.relation, f.args)))
+            self.regs[self._reg(f)] = _Write(order, sign, f, bool(inserted))
+
+    def copy(self) -> BaseLedger:
+        """An independent ledger in the same state (to roll back a failed batch)."""
+        other = BaseLedger(self.keys, self.lifetimes)
+        other.regs, other.clock, other.arrivals = dict(self.regs), self.clock, self.arrivals
+        return other

@@ -4,8 +4,9 @@ Deliberately simple rather than fast: set semantics, strata in order, and inside
 semi-naive loop in which every rule is re-run once per recursive body position with that atom
 restricted to the last round's new facts (re-deriving a known fact is harmless under sets).
 
-Aggregates group by the head's other arguments over the *distinct* satisfying bindings of the
-body's variables: ``a_COUNT<*>`` counts them, ``a_SUM<C>`` adds C once per binding,
+Aggregates group as the plan decided (``Rule.grouping``: the head's declared key, else its
+other arguments) over the *distinct* satisfying bindings of the body's variables:
+``a_COUNT<*>`` counts them, ``a_SUM<C>`` adds C once per binding,
 ``a_MIN``/``a_MAX`` take the extreme. Negation reads the completed lower strata.
 """
 
@@ -23,7 +24,8 @@ from netrules.lang.check import schedule_body
 from netrules.plan import Plan, plan_program
 
 __all__ = ["Database", "probe_rows", "evaluate_program", "solve_body", "head_fact",
-           "aggregate_rule", "iterate_stratum", "evaluate_stratum", "derivation_counts"]
+           "aggregate_rule", "best_pair", "assemble_row", "iterate_stratum", "evaluate_stratum",
+           "derivation_counts"]
 
 Binding = dict[str, Value]
 
@@ -283,8 +285,12 @@ def head_fact(rule: ast.Rule, b: Binding) -> tuple[Value, ...]:
 
 
 def aggregate_rule(rule: ast.Rule, bindings: Iterable[Binding]) -> set[tuple[Value, ...]]:
-    """Group distinct body bindings by the non-aggregate head arguments and aggregate."""
-    pos, agg = rule.head.aggregate()  # type: ignore[misc]
+    """Group distinct body bindings as the plan decided (``Rule.grouping``) and aggregate;
+    a payload comes from the binding achieving the extreme (``best_pair``)."""
+    g = rule.grouping
+    assert g is not None
+    agg = rule.head.args[g.pos]
+    assert isinstance(agg, ast.Aggregate)
     seen: set[tuple] = set()
     groups: dict[tuple, list[Value]] = defaultdict(list)
     for b in bindings:
@@ -293,24 +299,59 @@ def aggregate_rule(rule: ast.Rule, bindings: Iterable[Binding]) -> set[tuple[Val
             continue
         seen.add(key)
         try:
-            group = tuple(evaluate(t, b) for i, t in enumerate(rule.head.args) if i != pos)
+            vals = {i: evaluate(t, b) for i, t in enumerate(rule.head.args) if i != g.pos}
         except BuiltinError as err:
             raise EvalError(f"{_where(rule)}{err} (in the head of `{rule}`)") from None
-        groups[group].append(b[agg.var.name] if agg.var else 1)
+        value = b[agg.var.name] if agg.var else 1
+        group = tuple(vals[i] for i in g.group)
+        groups[group].append((value, tuple(vals[i] for i in g.payload)) if g.payload
+                             else value)
     out: set[tuple[Value, ...]] = set()
-    for group, vals in groups.items():
+    for group, items in groups.items():
+        payload: tuple = ()
         if agg.func == "COUNT":
-            v: Value = len(vals)
+            v: Value = len(items)
         elif agg.func == "SUM":
-            v = sum(vals)  # type: ignore[arg-type]
+            v = sum(items)  # type: ignore[arg-type]
+        elif g.payload:
+            v, payload = best_pair(agg.func, items)  # type: ignore[misc]
         elif agg.func == "MIN":
-            v = min(vals, key=sort_key)
+            v = min(items, key=sort_key)
         else:
-            v = max(vals, key=sort_key)
-        row = list(group)
-        row.insert(pos, v)
-        out.add(tuple(row))
+            v = max(items, key=sort_key)
+        out.add(assemble_row(g, group, v, payload))
     return out
+
+
+def best_pair(func: str, pairs: Iterable) -> tuple[Value, tuple]:
+    """The (value, payload) an arg-min (``func`` MIN) or arg-max (MAX) keeps: the extreme
+    value, and among the pairs reaching it the smallest payload by ``sort_key`` (for both
+    functions), so the row never depends on evaluation order."""
+    best = None
+    for p in pairs:
+        if best is None:
+            best = p
+            continue
+        kv, kb = sort_key(p[0]), sort_key(best[0])
+        if kv == kb:
+            if sort_key(p[1]) < sort_key(best[1]):
+                best = p
+        elif (kv < kb) == (func == "MIN"):
+            best = p
+    assert best is not None
+    return best
+
+
+def assemble_row(g: ast.AggGroup, group: tuple, value: Value, payload: tuple = ()
+                 ) -> tuple[Value, ...]:
+    """The head row of one group: group values, the aggregate, the payload in place."""
+    row: list[Value] = [None] * (len(g.group) + len(g.payload) + 1)  # type: ignore[list-item]
+    for i, x in zip(g.group, group, strict=True):
+        row[i] = x
+    for i, x in zip(g.payload, payload, strict=True):
+        row[i] = x
+    row[g.pos] = value
+    return tuple(row)
 
 
 class Overlay:

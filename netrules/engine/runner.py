@@ -1,7 +1,9 @@
 """Drive an engine over an initial fact set and update batches; the CLI's ``eval`` loop.
 
 The reference engine recomputes from scratch after every batch, which is the answer every
-incremental engine must reproduce.
+incremental engine must reproduce. Base facts follow the engines' one semantics
+(``ledger.BaseLedger``, last writer wins): every update is stamped with its place in the
+updates file as its event time, so ``--shuffle`` changes delivery order, never the answer.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from netrules.errors import EngineError
 from netrules.facts import Fact
 from netrules.plan import Plan
 
-__all__ = ["run_batches", "apply_signed", "views_after"]
+__all__ = ["run_batches", "apply_signed", "views_after", "stamped"]
 
 
 def apply_signed(base: set[Fact], batch: list[tuple[str, Fact]]) -> set[Fact]:
@@ -24,6 +26,19 @@ def apply_signed(base: set[Fact], batch: list[tuple[str, Fact]]) -> set[Fact]:
             out.add(fact)
         else:
             out.discard(fact)
+    return out
+
+
+def stamped(batches: list[list[tuple[str, Fact]]]) -> list[list[tuple]]:
+    """Each update with its place in the stream (1, 2, ...) as event time and sequence."""
+    n = 0
+    out = []
+    for batch in batches:
+        items = []
+        for sign, fact in batch:
+            n += 1
+            items.append((sign, fact, float(n), n))
+        out.append(items)
     return out
 
 
@@ -47,17 +62,20 @@ def run_batches(plan: Plan, facts: list[Fact], batches: list[list[tuple[str, Fac
     """Views after the initial facts, then after each batch (index 0 is the initial state);
     ``state``: where the Spark engine keeps what it maintains (``driver`` or ``spark``)."""
     rng = random.Random(shuffle) if shuffle is not None else None
+    batches = stamped(batches) if batches else batches
     if engine == "reference":
+        from netrules.engine.ledger import BaseLedger
         from netrules.engine.reference import evaluate_program
 
-        base = set(facts)
-        out = [evaluate_program(plan, base)]
+        ledger = BaseLedger.for_plan(plan)
+        ledger.apply([("+", f) for f in facts])
+        out = [evaluate_program(plan, ledger.present())]
         for batch in batches or []:
             if rng is not None:
                 batch = list(batch)
                 rng.shuffle(batch)
-            base = apply_signed(base, batch)
-            out.append(evaluate_program(plan, base))
+            ledger.apply(batch)
+            out.append(evaluate_program(plan, ledger.present()))
         return out
     if engine == "spark" and state == "spark":
         from netrules.engine.spark.resident import run_resident_batches

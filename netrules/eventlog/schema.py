@@ -55,6 +55,7 @@ class Event:
     op: str
     fact: Fact
     detail: dict[str, Any] = field(default_factory=dict, compare=False)
+    where: str | None = field(default=None, compare=False, repr=False)  # "segment:line" read
 
     def __post_init__(self) -> None:
         if self.op not in ("+", "-"):
@@ -92,6 +93,7 @@ class Event:
                 op=str(obj["op"]),
                 fact=Fact.from_json(obj["fact"]),
                 detail=dict(obj.get("detail") or {}),
+                where=None if where == "<event>" else where,
             )
         except (KeyError, TypeError, ValueError) as err:
             raise EventLogError(f"{where}: invalid event: {err}") from err

@@ -15,7 +15,7 @@ __all__ = [
     "Var", "Const", "ListExpr", "Call", "BinOp", "Neg", "Aggregate", "Term",
     "Atom", "Negation", "Assignment", "Comparison", "Literal",
     "PathRel", "PathPlus", "PathStar", "PathInverse", "PathConcat", "PathUnion", "PathExpr",
-    "PathAtom", "Rule", "Materialize", "Query", "Program", "variables_of",
+    "PathAtom", "AggGroup", "Rule", "Materialize", "Query", "Program", "variables_of",
 ]
 
 _NOLOC = field(default=None, compare=False, repr=False)
@@ -260,17 +260,47 @@ Literal = Atom | PathAtom | Negation | Assignment | Comparison
 
 
 @dataclass(frozen=True)
+class AggGroup:
+    """How an aggregate head's rows are formed, decided once by the planner
+    (``plan.group_aggregates``) so that every evaluator groups alike.
+
+    Positions are 0-based head positions. ``group`` are the arguments a row is unique on;
+    ``payload`` the other non-aggregate arguments, taken from a body binding that achieves
+    the minimum (maximum): an arg-min. Among bindings achieving it, the smallest payload by
+    ``netrules.facts.sort_key`` wins, so the row does not depend on evaluation order.
+    """
+
+    pos: int
+    group: tuple[int, ...]
+    payload: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class Rule:
     head: Atom
     body: tuple[Literal, ...]
     label: str | None = None
     loc: SourceLoc | None = _NOLOC
+    delete: bool = False  # ``delete head :- body.``: removes stored tuples (P2/RapidNet)
+    group: AggGroup | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         lab = f"{self.label} " if self.label else ""
+        lab += "delete " if self.delete else ""
         if not self.body:
             return f"{lab}{self.head}."
         return f"{lab}{self.head} :- {', '.join(map(str, self.body))}."
+
+    @property
+    def grouping(self) -> AggGroup | None:
+        """The aggregate's grouping (None for a plain rule): the planner's decision when it
+        made one, else every non-aggregate head argument (no payload)."""
+        if self.group is not None:
+            return self.group
+        agg = self.head.aggregate()
+        if agg is None:
+            return None
+        return AggGroup(agg[0], tuple(i for i in range(self.head.arity) if i != agg[0]))
 
     def atoms(self) -> list[Atom]:
         """Positive body atoms, in order."""
@@ -289,12 +319,14 @@ class Materialize:
     size: float
     keys: tuple[int, ...]
     loc: SourceLoc | None = _NOLOC
+    types: tuple[str | None, ...] = ()  # declared key types (``keys(4:list)``), by key
 
     def __str__(self) -> str:
         def f(x: float) -> str:
             return "infinity" if x == float("inf") else str(int(x))
 
-        keys = ",".join(map(str, self.keys))
+        types = self.types or (None,) * len(self.keys)
+        keys = ",".join(f"{k}:{t}" if t else str(k) for k, t in zip(self.keys, types, strict=True))
         return f"materialize({self.name},{f(self.lifetime)},{f(self.size)},keys({keys}))."
 
 
@@ -325,6 +357,7 @@ class Program:
     source: str = field(default="", compare=False, repr=False)
     written: tuple[Rule, ...] = field(default=(), compare=False, repr=False)
     patterns: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
+    fact_locs: tuple[SourceLoc | None, ...] = field(default=(), compare=False, repr=False)
 
     def __str__(self) -> str:
         out = [str(m) for m in self.materialized]

@@ -6,6 +6,7 @@ Python tuples so that facts stay hashable.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ from netrules.facts import Value
 from netrules.lang import ast
 
 __all__ = ["Builtin", "BUILTINS", "register_builtin", "evaluate", "compile_term", "compare",
-           "BuiltinError"]
+           "BuiltinError", "set_time", "seed"]
 
 
 class BuiltinError(Exception):
@@ -26,22 +27,57 @@ class Builtin:
     fn: Callable[..., Value]
     arities: tuple[int, ...]
     doc: str
+    volatile: bool = False  # the value depends on when it is called (clock, random numbers)
 
 
 BUILTINS: dict[str, Builtin] = {}
 
 
-def register_builtin(name: str, arities: tuple[int, ...], doc: str
+def register_builtin(name: str, arities: tuple[int, ...], doc: str, *, volatile: bool = False
                      ) -> Callable[[Callable[..., Value]], Callable[..., Value]]:
-    """Decorator adding ``fn`` as builtin ``name`` (must start ``f_``) taking ``arities`` args."""
+    """Decorator adding ``fn`` as builtin ``name`` (must start ``f_``) taking ``arities`` args;
+    ``volatile`` marks one whose value depends on when it runs (refused in rules for now)."""
     if not name.startswith("f_"):
         raise ValueError(f"builtin names start with 'f_': {name!r}")
 
     def deco(fn: Callable[..., Value]) -> Callable[..., Value]:
-        BUILTINS[name] = Builtin(name, fn, arities, doc)
+        BUILTINS[name] = Builtin(name, fn, arities, doc, volatile)
         return fn
 
     return deco
+
+
+class _Clock:
+    """The time ``f_now`` reads and the generator ``f_rand`` draws from: the event-time clock
+    of a replay (``set_time``) and a seeded generator (``seed``), so a replay repeats."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.rng = random.Random(0)
+
+
+CLOCK = _Clock()
+
+
+def set_time(t: float) -> None:
+    """Set the time ``f_now()`` returns (the event time of the batch being applied)."""
+    CLOCK.now = float(t)
+
+
+def seed(n: int) -> None:
+    """Restart ``f_rand()``'s sequence from seed ``n``."""
+    CLOCK.rng = random.Random(n)
+
+
+@register_builtin("f_now", (0,), "f_now(): the current (event) time, in seconds", volatile=True)
+def _f_now() -> Value:
+    return CLOCK.now
+
+
+@register_builtin("f_rand", (0,), "f_rand(): a pseudo-random integer in [0, 2**31), seeded",
+                  volatile=True)
+def _f_rand() -> Value:
+    return CLOCK.rng.randrange(2**31)
 
 
 def _as_list(v: Value) -> tuple:

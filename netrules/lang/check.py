@@ -7,6 +7,7 @@ unbound) or an equality test, which is what OverLog programs in the wild mean by
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from netrules.errors import Diagnostic, ProgramError, SourceLoc
@@ -109,6 +110,76 @@ def _resolve_equalities(rule: ast.Rule) -> ast.Rule:
     return replace(rule, body=tuple(new_body))
 
 
+def _local_head(rule: ast.Rule) -> ast.Rule:
+    """``@Local`` in a head the body does not bind means the node the rule runs at (P2): the
+    location of the body's first atom."""
+    head, first = rule.head, next(iter(rule.atoms()), None)
+    term = head.location_term
+    if (not isinstance(term, ast.Var) or term.name != "Local" or first is None
+            or "Local" in set().union(*(ast.variables_of(b) for b in rule.body))):
+        return rule
+    at = first.location_term
+    if not isinstance(at, ast.Var):
+        return rule
+    args = list(head.args)
+    args[head.locspec] = ast.Var(at.name, term.loc)  # type: ignore[index]
+    return replace(rule, head=replace(head, args=tuple(args)))
+
+
+def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
+                 err: Callable[[str, str, SourceLoc | None], None]) -> None:
+    """Constructs of the P2/RapidNet dialect that parse but that the engine cannot run yet:
+    each refused by name at its position, never as a syntax error."""
+    derived = {r.head.relation for r in rules}
+    for m in program.materialized:
+        if m.lifetime != float("inf") and m.name in derived:
+            err("UNSUPPORTED", f"materialize({m.name}, {int(m.lifetime)}, ...): a finite "
+                "lifetime (soft state) on a derived relation is not supported yet (base "
+                "relations may have one); use infinity", m.loc)
+        if m.size != float("inf"):
+            err("UNSUPPORTED", f"materialize({m.name}, ..., {int(m.size)}, ...): a finite "
+                "table size (eviction) is not supported yet; use infinity", m.loc)
+    for r in rules:
+        at = r.head.location_term
+        if isinstance(at, ast.Var) and at.name == "Broadcast" and not any(
+                "Broadcast" in ast.variables_of(b) for b in r.body):
+            err("UNSUPPORTED", "@Broadcast (every node with a link from this one) is not "
+                "supported yet", at.loc or r.head.loc)
+        if r.delete:
+            err("UNSUPPORTED", f"delete rules (delete {r.head.relation}(...) :- ...) are not "
+                "supported yet", r.loc)
+        for b in r.body:
+            a = b.atom if isinstance(b, ast.Negation) else b
+            if isinstance(a, ast.Atom) and a.relation == "periodic":
+                err("UNSUPPORTED", "periodic(@N, E, Period, ...) timers are not supported yet",
+                    a.loc)
+        for c in _calls(r):
+            if c.name in BUILTINS and BUILTINS[c.name].volatile:
+                err("UNSUPPORTED", f"{c.name}() in a rule is not supported yet: its value "
+                    "depends on when the rule runs, which incremental maintenance cannot undo",
+                    c.loc)
+    mats = {m.name for m in program.materialized}
+    if not mats:
+        return  # netrules' own style: every relation is state
+    for r in rules:
+        agg = r.head.aggregate()
+        events = [a for a in r.atoms() if a.relation not in mats]
+        if agg is not None and agg[1].func == "COUNT" and events:
+            err("UNSUPPORTED", f"a_COUNT over event relation {events[0].relation} (a count of "
+                "the matches at that moment, 0 when none match) is not supported yet",
+                agg[1].loc)
+    derived |= {f.relation for f in program.facts}
+    first: dict[str, SourceLoc | None] = {}
+    for r in rules:
+        for a in r.atoms():
+            first.setdefault(a.relation, a.loc)
+    for rel, loc in sorted(first.items(), key=lambda kv: str(kv[1])):
+        if rel not in mats and rel not in derived and rel != "periodic":
+            err("UNSUPPORTED", f"{rel} is an event relation (never materialized) fed from "
+                "outside: external events are not supported yet; declare "
+                f"materialize({rel}, infinity, infinity, keys(...)) to keep it as state", loc)
+
+
 def check_program(program: ast.Program) -> ast.Program:
     """Return the program with equalities resolved, or raise ProgramError with every problem."""
     src = program.source
@@ -118,7 +189,8 @@ def check_program(program: ast.Program) -> ast.Program:
             notes: tuple[tuple[SourceLoc | None, str], ...] = ()) -> None:
         diags.append(Diagnostic(code, msg, loc, notes, source=src))
 
-    rules = tuple(_resolve_equalities(r) for r in program.rules)
+    rules = tuple(_local_head(_resolve_equalities(r)) for r in program.rules)
+    _unsupported(program, rules, err)
     arity: dict[str, tuple[int, SourceLoc | None]] = {}
     locspec: dict[str, tuple[int | None, SourceLoc | None]] = {}
 
@@ -140,8 +212,9 @@ def check_program(program: ast.Program) -> ast.Program:
             a = b.atom if isinstance(b, ast.Negation) else b
             if isinstance(a, ast.Atom):
                 see(a.relation, a.arity, a.locspec, a.loc)
-    for f in program.facts:
-        see(f.relation, len(f.args), f.loc, None)
+    locs = program.fact_locs or (None,) * len(program.facts)
+    for f, floc in zip(program.facts, locs, strict=True):
+        see(f.relation, len(f.args), f.loc, floc)
     for m in program.materialized:
         if m.name in arity:
             bad = [k for k in m.keys if not 1 <= k <= arity[m.name][0]]
@@ -194,7 +267,8 @@ def check_program(program: ast.Program) -> ast.Program:
                 kind = "negated atom" if isinstance(lit, ast.Negation) else "condition"
                 err("UNSAFE", f"variable {v} in this {kind} is not bound by any positive body "
                     f"atom or assignment", lit.loc)
-        for v in sorted(ast.variables_of(r.head) - bound_vars):
+        refused = {"Broadcast"} if str(r.head.location_term) == "Broadcast" else set()
+        for v in sorted(ast.variables_of(r.head) - bound_vars - refused):
             err("UNSAFE", f"head variable {v} of {r.head.relation} is not bound by the body",
                 r.head.loc)
     if diags:

@@ -7,19 +7,31 @@ so nothing is ever half-loaded.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from importlib import resources
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 
-from netrules.errors import Diagnostic, FactsError, NdlogSyntaxError, ProgramError, SourceLoc
+from netrules.errors import (
+    Diagnostic,
+    FactsError,
+    NdlogSyntaxError,
+    NetrulesError,
+    ProgramError,
+    SourceLoc,
+)
 from netrules.facts import Fact
 from netrules.lang import ast
+from netrules.lang.preprocess import preprocess
 from netrules.lang.syntax_errors import SYNTAX_ERRORS
 
 __all__ = ["parse_program", "parse_facts", "parse_updates", "parse_atom", "grammar_rules"]
 
 _AGG_FUNCS = {"MIN", "MAX", "COUNT", "SUM"}
+
+Origin = Callable[[int, int], SourceLoc]  # expanded (line, column) -> where it was written
 
 
 @functools.cache
@@ -44,9 +56,24 @@ def grammar_rules() -> set[str]:
 class _Diag(Exception):
     """Raised inside the transformer; carries a located well-formedness problem."""
 
-    def __init__(self, message: str, line: int, column: int) -> None:
+    def __init__(self, message: str, line: int, column: int,
+                 loc: SourceLoc | None = None) -> None:
         super().__init__(message)
         self.line, self.column = line, column
+        self.loc = loc  # set when the position is already a written one (from an AST node)
+
+    @classmethod
+    def at(cls, message: str, node: object) -> _Diag:
+        loc = getattr(node, "loc", None)
+        if isinstance(loc, SourceLoc):
+            return cls(message, loc.line, loc.column, loc)
+        return cls(message, *_pos(node))
+
+    def where(self, file: str, origin: Origin | None) -> SourceLoc:
+        if self.loc is not None:
+            return self.loc
+        return origin(self.line, self.column) if origin else SourceLoc(file, self.line,
+                                                                        self.column)
 
 
 def _pos(x: object) -> tuple[int, int]:
@@ -65,16 +92,20 @@ def _pos(x: object) -> tuple[int, int]:
 class _ToAst(Transformer):
     """One method per grammar rule (see ndlog.lark); each returns the AST node for it."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, origin: Origin | None = None) -> None:
         super().__init__()
         self.file = file
+        self.origin = origin
+
+    def _at(self, line: int, col: int) -> SourceLoc:
+        return self.origin(line, col) if self.origin else SourceLoc(self.file, line, col)
 
     def _loc(self, meta: object) -> SourceLoc:
         line, col = _pos(meta) if isinstance(meta, Token) else (meta.line, meta.column)
-        return SourceLoc(self.file, line, col)
+        return self._at(line, col)
 
     def _tok_loc(self, tok: Token) -> SourceLoc:
-        return SourceLoc(self.file, tok.line or 1, tok.column or 1)
+        return self._at(tok.line or 1, tok.column or 1)
 
     # statements -------------------------------------------------------------------------
     def start(self, meta, items):
@@ -82,18 +113,23 @@ class _ToAst(Transformer):
 
     def materialize(self, meta, items):
         name, lifetime, size, keys = items
-        return ast.Materialize(str(name), lifetime, size, keys, self._loc(meta))
+        return ast.Materialize(str(name), lifetime, size, tuple(k for k, _ in keys),
+                               self._loc(meta), tuple(t for _, t in keys))
 
     def lifetime(self, meta, items):
         (tok,) = items
         return float("inf") if tok.type == "INFINITY" else float(int(tok))
 
     def keys(self, meta, items):
-        return tuple(int(t) for t in items if t is not None)
+        return tuple(k for k in items if k is not None)
+
+    def key(self, meta, items):
+        pos, typ = items
+        return int(pos), (str(typ) if typ is not None else None)
 
     def rule(self, meta, items):
-        label, head, body = items
-        return ast.Rule(head, tuple(body or ()), label, self._loc(meta))
+        label, delete, head, body = items
+        return ast.Rule(head, tuple(body or ()), label, self._loc(meta), delete is not None)
 
     def label(self, meta, items):
         return str(items[0])
@@ -137,7 +173,7 @@ class _ToAst(Transformer):
         locspec = None
         for i, (has_at, term, at_tok) in enumerate(args):
             if isinstance(term, ast.Aggregate):
-                raise _Diag("an aggregate cannot be an endpoint of a path pattern", *_pos(term))
+                raise _Diag.at("an aggregate cannot be an endpoint of a path pattern", term)
             if has_at:
                 if i != 0:
                     raise _Diag("in a path pattern '@' can only mark the first endpoint: the "
@@ -213,8 +249,7 @@ class _ToAst(Transformer):
                 raise _Diag(f"'@' marks a location in an atom, not in a call to {name_tok}",
                             at_tok.line, at_tok.column)
             if isinstance(term, ast.Aggregate):
-                raise _Diag("an aggregate cannot be a function argument",
-                            *_pos(term))
+                raise _Diag.at("an aggregate cannot be a function argument", term)
             terms.append(term)
         return ast.Call(str(name_tok), tuple(terms), self._loc(meta))
 
@@ -252,7 +287,8 @@ def _expected(err: UnexpectedInput) -> list[str]:
                         "FLOAT": "a number", "ESCAPED_STRING": "a string",
                         "AGGOP": "an aggregate", "CMP": "a comparison",
                         "ADDOP": "'+' or '-'", "MULOP": "'*', '/' or '%'",
-                        "NOT": "'not'", "INFINITY": "'infinity'", "LOCSPEC": "'@'",
+                        "NOT": "'not'", "DELETE": "'delete'", "INFINITY": "'infinity'",
+                        "LOCSPEC": "'@'",
                         "$END": "end of input"}.get(n, n))
     return sorted(set(out))
 
@@ -262,7 +298,8 @@ def _catalogue_parse():
     return _parser().parse
 
 
-def _syntax_error(text: str, file: str, err: UnexpectedInput) -> NdlogSyntaxError:
+def _syntax_error(text: str, file: str, err: UnexpectedInput, origin: Origin | None = None,
+                  sources: dict[str, str] | None = None) -> NdlogSyntaxError:
     try:
         # same state, same token type beats same state only: many labels share a state
         label = err.match_examples(_catalogue_parse(), SYNTAX_ERRORS, use_accepts=True,
@@ -288,7 +325,8 @@ def _syntax_error(text: str, file: str, err: UnexpectedInput) -> NdlogSyntaxErro
     if expected:
         msg += "; expected " + (expected[0] if len(expected) == 1 else
                                 "one of " + ", ".join(expected))
-    return NdlogSyntaxError(msg, SourceLoc(file, line, column), text, expected, label)
+    loc = origin(line, column) if origin else SourceLoc(file, line, column)
+    return NdlogSyntaxError(msg, loc, (sources or {}).get(loc.file, text), expected, label)
 
 
 def _end_position(text: str) -> tuple[int, int]:
@@ -303,20 +341,29 @@ def _offset(text: str, line: int, column: int) -> int:
     return sum(len(x) for x in lines[: line - 1]) + column - 1
 
 
-def _parse_statements(text: str, file: str) -> list:
+def _parse_statements(text: str, file: str, origin: Origin | None = None,
+                      sources: dict[str, str] | None = None) -> list:
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as err:
-        raise _syntax_error(text, file, err) from None
+        raise _syntax_error(text, file, err, origin, sources) from None
     try:
-        return _ToAst(file).transform(tree)
+        return _ToAst(file, origin).transform(tree)
     except VisitError as err:
         inner = err.orig_exc
         if isinstance(inner, _Diag):
-            loc = SourceLoc(file, inner.line, inner.column)
-            Diagnostic("SYNTAX", str(inner), loc, source=text)
-            raise NdlogSyntaxError(str(inner), loc, text, []) from None
+            loc = inner.where(file, origin)
+            src = (sources or {}).get(loc.file, text)
+            raise NdlogSyntaxError(str(inner), loc, src, []) from None
         raise
+
+
+def _resourced(err: NetrulesError, sources: dict[str, str]) -> NetrulesError:
+    """``err`` with each caret drawn from the file its location names (an included file's
+    line is not the including file's)."""
+    err.diagnostics = [replace(d, source=sources.get(d.loc.file, d.source)) if d.loc else d
+                       for d in err.diagnostics]
+    return err
 
 
 def parse_program(text: str, file: str = "<program>") -> ast.Program:
@@ -326,30 +373,44 @@ def parse_program(text: str, file: str = "<program>") -> ast.Program:
     plain rules (``patterns.compile_patterns``); ``check.check_program`` then normalises ``=``
     and verifies safety, arities and location specifiers.
     """
+
+    if "#" not in text:
+        return _parse_program(text, file, text, None, {file: text})
+    exp = preprocess(text, file)
+    try:
+        return _parse_program(exp.text, file, text, exp.origin, exp.sources)
+    except NetrulesError as err:
+        raise _resourced(err, exp.sources) from None
+
+
+def _parse_program(text: str, file: str, written: str, origin: Origin | None,
+                   sources: dict[str, str]) -> ast.Program:
     from netrules.lang.check import check_program
     from netrules.lang.patterns import compile_patterns
 
-    stmts = _parse_statements(text, file)
-    rules, facts, mats, queries = [], [], [], []
+    stmts = _parse_statements(text, file, origin, sources)
+    rules, facts, mats, queries, fact_locs = [], [], [], [], []
     diags: list[Diagnostic] = []
     for s in stmts:
         if isinstance(s, ast.Materialize):
             mats.append(s)
         elif isinstance(s, ast.Query):
             queries.append(s)
-        elif not s.body and s.label is None and not (ast.variables_of(s.head)):
+        elif not s.body and s.label is None and not s.delete and not ast.variables_of(s.head):
             try:
                 _check_ground(s.head)
                 facts.append(s.head.ground())
+                fact_locs.append(s.head.loc)
             except _Diag as d:
-                diags.append(Diagnostic("PROGRAM", str(d), SourceLoc(file, d.line, d.column),
-                                        source=text))
+                loc = d.where(file, origin)
+                diags.append(Diagnostic("PROGRAM", str(d), loc, source=sources.get(loc.file)))
         else:
             rules.append(s)
     if diags:
         raise ProgramError(f"{len(diags)} error(s) in {file}", diagnostics=diags,
                            code=diags[0].code)
-    program = ast.Program(tuple(rules), tuple(facts), tuple(mats), tuple(queries), file, text)
+    program = ast.Program(tuple(rules), tuple(facts), tuple(mats), tuple(queries), file, written,
+                          fact_locs=tuple(fact_locs))
     return check_program(compile_patterns(program))
 
 
@@ -358,19 +419,38 @@ def _check_ground(atom: ast.Atom) -> None:
 
     for t in atom.args:
         if isinstance(t, ast.Aggregate):
-            raise _Diag("an aggregate cannot appear in a fact", *_pos(t))
+            raise _Diag.at("an aggregate cannot appear in a fact", t)
         try:
             evaluate(t, {})
         except BuiltinError as err:
-            raise _Diag(f"{atom.relation}: {err}", *_pos(t)) from None
+            raise _Diag.at(f"{atom.relation}: {err}", t) from None
 
 
-def parse_facts(text: str, file: str = "<facts>") -> list[Fact]:
-    """Ground facts, one per statement (``link(@a,b,1).``); anything else is a FactsError."""
+def check_fact(fact: Fact, arity: Mapping[str, int], derived: Collection[str] = ()
+               ) -> str | None:
+    """Why ``fact`` cannot be fed to a program with these relations (None when it can): an
+    unknown relation, a derived one, or the wrong number of arguments."""
+    want = arity.get(fact.relation)
+    if want is None:
+        known = ", ".join(sorted(r for r in arity if r not in derived)) or "(none)"
+        return f"unknown relation {fact.relation}; the program's base relations are {known}"
+    if fact.relation in derived:
+        return (f"{fact} asserts derived relation {fact.relation}; only base relations take "
+                "facts")
+    if want != len(fact.args):
+        return f"{fact} has {len(fact.args)} arguments; {fact.relation} takes {want}"
+    return None
+
+
+def parse_facts(text: str, file: str = "<facts>", *, arity: Mapping[str, int] | None = None,
+                derived: Collection[str] = ()) -> list[Fact]:
+    """Ground facts, one per statement (``link(@a,b,1).``); anything else is a FactsError.
+    With ``arity`` (a plan's), a fact the program cannot take is one too (``check_fact``)."""
     stmts = _parse_statements(text, file)
     out: list[Fact] = []
     for s in stmts:
-        if not isinstance(s, ast.Rule) or s.body or s.label or ast.variables_of(s.head):
+        if (not isinstance(s, ast.Rule) or s.body or s.label or s.delete
+                or ast.variables_of(s.head)):
             line, col = _pos(s)
             raise FactsError(f"{file}:{line}:{col}: expected a ground fact, got: {s}",
                              diagnostics=[Diagnostic("FACTS", "expected a ground fact",
@@ -379,33 +459,72 @@ def parse_facts(text: str, file: str = "<facts>") -> list[Fact]:
             _check_ground(s.head)
         except _Diag as d:
             raise FactsError(f"{file}:{d.line}:{d.column}: {d}") from None
-        out.append(s.head.ground())
+        fact = s.head.ground()
+        why = check_fact(fact, arity, derived) if arity is not None else None
+        if why:
+            line, col = _pos(s.head)
+            raise FactsError(f"{file}:{line}:{col}: {why}", diagnostics=[
+                Diagnostic("FACTS", why, SourceLoc(file, line, col), source=text)])
+        out.append(fact)
     return out
 
 
 def parse_atom(text: str, file: str = "<query>") -> ast.Atom:
     """One atom, as typed in a query (``reachable(@a, X)``; a trailing '.' is optional)."""
     body = text.strip()
+    start = len(text) - len(text.lstrip())  # where the atom begins in what was typed
     if body.startswith("?-"):
+        start += 2 + len(body[2:]) - len(body[2:].lstrip())
         body = body[2:].strip()
-    if not body.endswith("."):
-        body += "."
-    stmts = _parse_statements(f"?- {body}", file)
+    wrapped = f"?- {body}" if body.endswith(".") else f"?- {body}."
+    try:
+        stmts = _parse_statements(wrapped, file)
+    except NdlogSyntaxError as err:
+        raise _as_typed(err, text, start, len(body), file) from None
     if len(stmts) != 1:
         raise NdlogSyntaxError("expected exactly one atom", SourceLoc(file, 1, 1), text, [])
     return stmts[0].atom
 
 
-def parse_updates(text: str, file: str = "<updates>") -> list[list[tuple[str, Fact]]]:
+def _as_typed(err: NdlogSyntaxError, text: str, start: int, length: int,
+              file: str) -> NdlogSyntaxError:
+    """``err`` about the wrapped query, located in the text the user typed.
+
+    parse_atom parses ``?- atom.``; a caret under the ``?-`` or the ``.`` it added would point
+    at characters the user never typed, so the column is shifted back and an error at the added
+    ``.`` becomes the end of input.
+    """
+    at = _offset(f"?- {text[start:start + length]}.", err.line, err.column) - len("?- ")
+    message = err.diagnostics[0].message
+    if at >= length:  # at (or past) the '.' parse_atom appended: the input ran out
+        message = message.replace("unexpected '.'", "unexpected end of input", 1)
+        at = length
+    line, column = _position(text, start + max(at, 0))
+    return NdlogSyntaxError(message, SourceLoc(file, line, column), text, err.expected,
+                            err.label)
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset`` in ``text``."""
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+
+
+def parse_updates(text: str, file: str = "<updates>", *, arity: Mapping[str, int] | None = None,
+                  derived: Collection[str] = ()) -> list[list[tuple[str, Fact]]]:
     """Batches of signed facts: lines ``+fact.`` / ``-fact.``, batches separated by ``---``.
 
-    Blank lines and ``//`` or ``#`` comment lines are skipped. Errors name file:line:column.
+    Blank lines and ``//`` or ``#`` comment lines are skipped; an empty batch is kept, so
+    batch N of the result is batch N of the file (a file with no content has none). Errors
+    name file:line:column; with ``arity``, so does a fact the program cannot take.
     """
     batches: list[list[tuple[str, Fact]]] = [[]]
+    content = False
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith(("//", "#")):
             continue
+        content = True
         if line.startswith("---"):
             batches.append([])
             continue
@@ -423,5 +542,9 @@ def parse_updates(text: str, file: str = "<updates>") -> list[list[tuple[str, Fa
             raise FactsError(f"{file}:{lineno}:{c}: {detail}") from None
         if len(facts) != 1:
             raise FactsError(f"{file}:{lineno}:{col}: expected exactly one fact on the line")
+        why = check_fact(facts[0], arity, derived) if arity is not None else None
+        if why:
+            raise FactsError(f"{file}:{lineno}:{col + 1}: {why}", diagnostics=[
+                Diagnostic("FACTS", why, SourceLoc(file, lineno, col + 1), source=text)])
         batches[-1].append((sign, facts[0]))
-    return [b for b in batches if b] if any(batches) else []
+    return batches if content else []

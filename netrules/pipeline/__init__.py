@@ -3,7 +3,7 @@
 ``stream`` drives it with Spark Structured Streaming, ``once`` reads the log once without
 Spark; both hand each batch to :class:`BatchProcessor` (``batch``), which rebuilds its engine
 from the store on restart (``recover``). ``sources`` turns simulations and captures into
-event-log segments; ``answers`` reads the store for the CLI's query commands.
+event-log segments. Reading the store is not the pipeline's job: see ``netrules.store.queries``.
 """
 
 from netrules.pipeline.batch import BatchProcessor, alert_config_for, engine_factory

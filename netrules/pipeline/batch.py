@@ -7,9 +7,10 @@ with a batch id and the batch's events; everything that makes a restart exact li
   micro-batch Spark replays after a crash is not applied twice;
 * events the store already applied (by id) are dropped, so a log replayed under another
   checkpoint or batching adds nothing;
-* the base-fact ledger's non-unit balances (pending deletions, duplicate assertions) ride in
-  the batch's stats, committed in the same transaction as the views, so :meth:`recover`
-  rebuilds exactly the engine state the last committed batch left.
+* the base-fact ledger's state (one last-writer-wins register per fact, with its event stamp:
+  ``BaseLedger.snapshot``) rides in the batch's stats, committed in the same transaction as
+  the views, so :meth:`recover` rebuilds exactly the engine state the last committed batch
+  left, tombstones included (an older event arriving after a restart still loses).
 
 Caveat: derivations are one kept support per fact and, after a restart, may name a different
 (equally valid) support than an uninterrupted run would; views, change log and alerts are
@@ -27,10 +28,13 @@ from typing import Any, Protocol
 
 from netrules.alerts import AlertConfig, AlertRules, view_has_from_store
 from netrules.alerts.rules import Alert
+from netrules.engine.ledger import BaseLedger
 from netrules.engine.strategies.base import Delta, Derivation
+from netrules.errors import EventLogError
 from netrules.eventlog import Event
 from netrules.facts import Fact, Value
 from netrules.lang import ast
+from netrules.pipeline import bulk
 from netrules.plan import Plan
 from netrules.store import BatchRecord, Store
 
@@ -41,7 +45,7 @@ __all__ = ["EngineLike", "EngineFactory", "BatchProcessor", "alert_config_for",
 class EngineLike(Protocol):
     """The façade both engines offer (netrules.engine.engine.Engine and the Spark one)."""
 
-    def apply(self, batch: Iterable[tuple[str, Fact]]) -> Delta: ...
+    def apply(self, batch: Iterable[tuple]) -> Delta: ...
     def load(self, facts: Iterable[Fact]) -> Delta: ...
     def explain(self, fact: Fact) -> Derivation | None: ...
     def query(self, atom: ast.Atom) -> list[Fact]: ...
@@ -92,14 +96,19 @@ def alert_config_for(plan: Plan, *, route_relation: str = "bestPath",
     )
 
 
-def ledger_extras(engine: EngineLike) -> list[tuple[Fact, int]]:
-    """Base facts whose balance is not 1: pending deletions (< 0) and repeats (> 1)."""
+def _ledger_of(engine: EngineLike) -> BaseLedger | None:
     ledger = getattr(getattr(engine, "state", None), "ledger", None)
-    if ledger is not None:
-        items = [(f, n) for f, n in ledger.balance.items() if n != 1]
-    else:
-        items = [(f, -n) for f, n in engine.pending_deletions().items()]
-    return sorted(items, key=lambda x: x[0].key())
+    return ledger if ledger is not None else getattr(engine, "ledger", None)
+
+
+def ledger_extras(engine: EngineLike) -> dict[str, Any]:
+    """The engine's base-fact ledger as ``BaseLedger.snapshot`` data (what a restart needs)."""
+    ledger = _ledger_of(engine)
+    return ledger.snapshot() if ledger is not None else {}
+
+
+def _pending(engine: EngineLike) -> list[tuple[Fact, int]]:
+    return sorted(engine.pending_deletions().items(), key=lambda x: x[0].key())
 
 
 def _ledger_json(items: list[tuple[Fact, int]]) -> list[list]:
@@ -121,8 +130,13 @@ class BatchProcessor:
     """Applies batches to one engine and writes each, atomically, to one store.
 
     ``on_batch(record, written)`` is called after every batch (the CLI prints alerts there);
-    ``notifier(raised, cleared, batch_id)`` posts alerts (the webhook).
+    ``notifier(raised, cleared, batch_id)`` posts alerts (the webhook). Events the program
+    cannot take (unknown relation, wrong arity) are counted in the batch stats, and the first
+    of each kind is kept in ``ignored_at`` (kind -> (where, why)); with ``strict`` the first
+    one is an error and its batch is not applied.
     """
+
+    strict = False
 
     def __init__(self, plan: Plan, engine: EngineLike, store: Store, rules: AlertRules, *,
                  link_relation: str = "link", max_derivations: int = 20_000,
@@ -138,8 +152,9 @@ class BatchProcessor:
         self.notifier = notifier
         self.keep = plan.visible | plan.base
         self.last_batch: int | None = None
+        self.ignored_at: dict[str, tuple[str, str]] = {}
         self.last_time = 0.0
-        self.ledger: list[tuple[Fact, int]] = []
+        self.ledger: list[tuple[Fact, int]] = []  # pending deletions, as last published
         # the store's one kept support per fact, mirrored so a removal finds the facts whose
         # support it breaks
         self.support: dict[Fact, tuple[str, tuple[Fact, ...]]] = {}
@@ -165,21 +180,19 @@ class BatchProcessor:
         say(f"loading {len(base)} base facts")
         if base:
             self.engine.load(base)
-        extras: list[tuple[Fact, int]] = []
+        snap: dict[str, Any] = {}
         if self.last_batch is not None:
             last = self.store.batches(limit=1)
             if last:
                 self.last_time = last[-1].time
-                extras = [(Fact.from_json(f), int(n))
-                          for f, n in last[-1].stats.get("ledger", [])]
-        fix: list[tuple[str, Fact]] = []
-        for f, n in extras:
-            fix.extend([("+", f)] * (n - 1) if n > 1 else [("-", f)] * (-n))
-        if fix:
-            self.engine.apply(fix)
-        self.ledger = ledger_extras(self.engine)
+                snap = last[-1].stats.get("ledger") or {}
+        ledger = _ledger_of(self.engine)
+        if isinstance(snap, dict) and snap and ledger is not None:
+            ledger.restore(snap)  # the stored base facts are exactly its present ones
+        extras = snap.get("regs", []) if isinstance(snap, dict) else []
+        self.ledger = _pending(self.engine)
         say("indexing stored derivations")
-        for rel in sorted(self.plan.visible):
+        for rel in sorted(self.plan.visible) if self._per_fact_derivations() else ():
             for f in self.store.read_view(rel):
                 ds = self.store.derivations(f)
                 if ds:
@@ -191,6 +204,12 @@ class BatchProcessor:
         self.seen_links = set(self.links) | set(self.topo_pairs)
         return Recovery(self.last_batch, len(base), len(extras), len(self.support),
                         time.perf_counter() - t0)
+
+    def _per_fact_derivations(self) -> bool:
+        """Does this engine's delta come as Fact sets (so stale stored supports are found
+        through the mirror), rather than columns (whose supports say what changed)?"""
+        state = getattr(self.engine, "state", None)
+        return not (state is not None and "program" in getattr(state, "extra", {}))
 
     # -- one batch --------------------------------------------------------------------------
     def process(self, batch_id: int, events: list[Event], *,
@@ -207,31 +226,45 @@ class BatchProcessor:
         updates, ignored = self._updates(fresh)
         delta = self.engine.apply(updates)
         t_engine = time.perf_counter() - t0
-        added, removed = (self._kept(d) for d in delta.facts(self.plan))
         btime = max((e.time for e in fresh), default=self.last_time)
-
-        derivs_added, derivs_removed, n_skipped = self._derivations(added, removed)
+        bulk_rows = None
+        if bulk.is_columnar(delta):
+            # millions of changes stay columns: store rows, alert inputs and derivations are
+            # built from the ids (pipeline/bulk.py)
+            bulk_rows = bulk.store_rows(delta, self.plan, self.keep)  # type: ignore[arg-type]
+            added, removed, view_has = self._alert_inputs(delta)
+            derivs_added, derivs_removed, n_skipped = bulk.derivations(
+                delta, self.plan, self.max_derivations)  # type: ignore[arg-type]
+            derivs_added += self._aggregate_derivations(delta, self.max_derivations
+                                                        - len(derivs_added))
+        else:
+            added, removed = (self._kept(d) for d in delta.facts(self.plan))
+            derivs_added, derivs_removed, n_skipped = self._derivations(added, removed)
+            view_has = view_has_from_store(self.store, self.rules, added, removed)
         link_states = self._link_states(delta)
-        view_has = view_has_from_store(self.store, self.rules, added, removed)
         raised, cleared = self.rules.evaluate(batch_id, btime, added, removed, fresh, view_has,
                                               self.store.active_alert_keys())
-        ledger = ledger_extras(self.engine)
+        ledger = _pending(self.engine)
         bad = list(bad_lines)
         stats: dict[str, Any] = dict(delta.stats.as_dict())
         stats.update({
             "events": len(fresh), "duplicates": len(events) - len(fresh),
             "ignored": dict(ignored), "bad_lines": bad[:20], "bad_line_count": len(bad),
             "derivations": len(derivs_added), "derivations_skipped": n_skipped,
-            "engine_seconds": round(t_engine, 6), "ledger": _ledger_json(ledger),
+            "engine_seconds": round(t_engine, 6), "ledger": ledger_extras(self.engine),
         })
         for k, v in (extra_stats or {}).items():
             stats[k] = stats.get(k, 0) + v if k == "spark_jobs" else v
-        record = BatchRecord(batch_id=batch_id, time=btime, events=fresh, added=added,
-                             removed=removed, derivations_added=derivs_added,
+        record = BatchRecord(batch_id=batch_id, time=btime, events=fresh,
+                             added={} if bulk_rows else added,
+                             removed={} if bulk_rows else removed,
+                             derivations_added=derivs_added,
                              derivations_removed=derivs_removed, link_states=link_states,
-                             alerts_raised=raised, alerts_cleared=cleared, stats=stats)
+                             alerts_raised=raised, alerts_cleared=cleared, stats=stats,
+                             bulk=bulk_rows)
         stats["seconds"] = round(time.perf_counter() - t0, 6)
         written = self.store.write_batch(record)
+        stats["seconds_total"] = round(time.perf_counter() - t0, 6)  # for the console only
         self.last_batch, self.last_time = batch_id, btime
         if ledger != self.ledger:  # informational copy; the batch stats are the truth
             self.store.set_meta("ledger_pending", json.dumps(_ledger_json(ledger)))
@@ -242,20 +275,57 @@ class BatchProcessor:
             self.on_batch(record, written)
         return record
 
-    def _updates(self, events: list[Event]) -> tuple[list[tuple[str, Fact]], Counter[str]]:
-        """Signed base facts; events for relations the program lacks are counted, not applied
-        (a capture reports sessions and neighbours a reachability program has no use for)."""
+    def _updates(self, events: list[Event]) -> tuple[list[tuple], Counter[str]]:
+        """Signed base facts stamped with their event's time, sequence number and source
+        (``ledger.Update``: the latest event per fact wins); events for relations the program
+        lacks are counted, not applied (a capture reports sessions and neighbours a
+        reachability program has no use for)."""
         out, ignored = [], Counter()
         for e in events:
             rel = e.fact.relation
+            kind = None
             if rel not in self.plan.base:
-                ignored[rel if rel not in self.plan.derived else f"derived:{rel}"] += 1
+                kind = rel if rel not in self.plan.derived else f"derived:{rel}"
             elif self.plan.arity.get(rel) != len(e.fact.args):
-                ignored[f"arity:{rel}"] += 1
+                kind = f"arity:{rel}"
+            if kind is not None:
+                if self.strict:
+                    raise EventLogError(f"{e.where or e.id}: {_ignored_why(kind, e, self.plan)}"
+                                        " (--strict)")
+                ignored[kind] += 1
+                self.ignored_at.setdefault(kind, (e.where or f"event {e.id}",
+                                                  _ignored_why(kind, e, self.plan)))
             else:
                 loc = self.plan.locspec.get(rel, 0)
-                out.append((e.op, Fact(rel, e.fact.args, loc)))
+                out.append((e.op, Fact(rel, e.fact.args, loc), e.time, _seq(e), e.source))
         return out, ignored
+
+    def _alert_inputs(self, delta: Delta) -> tuple[dict[str, list[Fact]],
+                                                   dict[str, list[Fact]], Any]:
+        cfg = self.rules.config
+        keyed: dict[str, tuple[int, ...]] = dict(cfg.route_relations)
+        if cfg.reach_relation:
+            keyed[cfg.reach_relation] = tuple(cfg.reach_key)
+        whole = [*cfg.loop_relations, *cfg.pattern_relations]
+        active = bulk.active_alert_keys(self.store.alerts(active_only=True), keyed)
+        return bulk.alert_inputs(delta, self.plan, keyed, whole, active)  # type: ignore[arg-type]
+
+    def _aggregate_derivations(self, delta: Delta, limit: int
+                               ) -> list[tuple[Fact, str, list[Fact]]]:
+        """Witnesses of added aggregate facts (they keep no supports), ``limit`` at most."""
+        out: list[tuple[Fact, str, list[Fact]]] = []
+        for rel in sorted(self._agg_rules):
+            if rel not in self.plan.visible or rel not in delta.added:
+                continue
+            loc = self.plan.locspec.get(rel, 0)
+            for args in sorted(delta.added[rel], key=lambda a: Fact(rel, a).key()):
+                if len(out) >= limit:
+                    return out
+                f = Fact(rel, args, loc)
+                label, kids = self._aggregate_witness(f, rel)
+                if kids:
+                    out.append((f, label, [k.fact for k in kids]))
+        return out
 
     def _kept(self, facts: dict[str, list[Fact]]) -> dict[str, list[Fact]]:
         return {r: fs for r, fs in facts.items() if r in self.keep and fs}
@@ -365,6 +435,22 @@ class BatchProcessor:
             c = float(cost) if isinstance(cost, int | float) else None
             out[(a, b)] = (a, b, c, "up" if up else "down")
         return [out[k] for k in sorted(out)]
+
+
+def _ignored_why(kind: str, e: Event, plan: Plan) -> str:
+    """What is wrong with an event the program cannot take."""
+    rel = e.fact.relation
+    if kind.startswith("arity:"):
+        return f"{e.fact} has {len(e.fact.args)} arguments; {rel} takes {plan.arity.get(rel)}"
+    if kind.startswith("derived:"):
+        return f"{e.fact} asserts derived relation {rel}"
+    return f"unknown relation {rel} in {e.fact}"
+
+
+def _seq(e: Event) -> int:
+    """The per-source sequence number an event id ends with (``source:seq``), else 0."""
+    tail = e.id.rpartition(":")[2]
+    return int(tail) if tail.isdigit() else 0
 
 
 def _witness(engine: EngineLike, rule: ast.Rule, f: Fact) -> list[Fact] | None:

@@ -1,9 +1,9 @@
 """``--once``: read the whole event log, apply it in batches, write each, exit. No Spark.
 
-Batches hold at most ``batch_events`` events and never span two segments (a segment is one
-collector tick). Events the store already applied are dropped *before* batching, and a
-killed run committed whole batches only, so a restart forms exactly the batches the killed
-run had left: same ids, same change log as an uninterrupted run.
+Batches hold at most ``batch_events`` events (0: a whole segment) and never span two segments
+(a segment is one collector tick). Events the store already applied are dropped *before*
+batching, and a killed run committed whole batches only, so a restart forms exactly the
+batches the killed run had left: same ids, same change log as an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ def plan_batches(log: EventLog, batch_events: int, applied: Callable[[list[str]]
             if bad:
                 yield k, [], bad, len(events)
             continue
-        for i in range(0, len(fresh), max(1, batch_events)):
-            yield k, fresh[i:i + batch_events], (bad if i == 0 else []), (
+        size = batch_events if batch_events > 0 else len(fresh)
+        for i in range(0, len(fresh), size):
+            yield k, fresh[i:i + size], (bad if i == 0 else []), (
                 len(events) - len(fresh) if i == 0 else 0)
 
 

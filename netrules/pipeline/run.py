@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netrules import settings
 from netrules.alerts import AlertRules, WebhookNotifier
 from netrules.errors import StoreError
 from netrules.eventlog import EventLog
@@ -28,31 +29,38 @@ from netrules.store import BatchRecord, Store
 __all__ = ["RunOptions", "RunSummary", "check_program", "run_pipeline"]
 
 
+def _default(name: str) -> Any:
+    return settings.get(name).default
+
+
 @dataclass
 class RunOptions:
-    """Everything a run needs besides the program; defaults are netrules.settings'."""
+    """Everything a run needs besides the program; every default is netrules.settings' (read
+    from its table, never restated, so the CLI and a library caller cannot drift apart)."""
 
-    store: str = "netrules.db"
-    events_dir: str = "netrules-events"
-    checkpoint: str | None = None
-    strategy: str = "auto"
-    engine: str = "reference"
+    store: str = _default("store")
+    events_dir: str = _default("events_dir")
+    checkpoint: str | None = _default("checkpoint")
+    strategy: str = _default("strategy")
+    engine: str = _default("engine")
+    #: None: the Spark session's own default, which honours ``NETRULES_SPARK_MASTER``.
     spark_master: str | None = None
     once: bool = False
     follow: bool = False
     timeout: float | None = None
-    batch_events: int = 500
-    max_files_per_trigger: int = 1
-    trigger: float = 1.0
-    max_derivations: int = 20_000
-    link_relation: str = "link"
-    route_relation: str = "bestPath"
-    reach_relation: str = "reachable"
-    loop_relation: str = "loop"
-    pattern_relations: tuple[str, ...] = ("suspect", "detectable")
+    batch_events: int = _default("batch_events")
+    max_files_per_trigger: int = _default("max_files_per_trigger")
+    trigger: float = _default("trigger")
+    max_derivations: int = _default("max_derivations")
+    link_relation: str = _default("link_relation")
+    route_relation: str = _default("route_relation")
+    reach_relation: str = _default("reach_relation")
+    loop_relation: str = _default("loop_relation")
+    pattern_relations: tuple[str, ...] = tuple(_default("pattern_relations").split(","))
     monitored: frozenset[tuple[Value, Value]] | None = None
-    alert_config: str | None = None
-    webhook: str | None = None
+    alert_config: str | None = _default("alert_config")
+    webhook: str | None = _default("webhook")
+    strict: bool = False  # an event the program cannot take stops the run
 
 
 @dataclass
@@ -64,6 +72,7 @@ class RunSummary:
     bad_lines: list[str] = field(default_factory=list)
     spark_jobs: list[int] = field(default_factory=list)
     mode: str = "once"
+    ignored: dict[str, tuple[str, str]] = field(default_factory=dict)  # kind -> (where, why)
 
 
 def check_program(store: Store, name: str, text: str) -> None:
@@ -81,11 +90,26 @@ def check_program(store: Store, name: str, text: str) -> None:
 def run_pipeline(plan: Plan, store: Store, opts: RunOptions, *,
                  on_batch: Callable[[BatchRecord, bool], None] | None = None,
                  on_bad_line: Callable[[str], None] | None = None,
-                 on_progress: Callable[[str, int, int], None] | None = None) -> RunSummary:
+                 on_progress: Callable[[str, int, int], None] | None = None,
+                 on_ignored: Callable[[str, str, str], None] | None = None) -> RunSummary:
     """Recover from ``store``, then drain (or follow) the event log with the chosen driver.
 
-    ``on_progress(stage, done, total)`` reports recovery and replay progress.
+    ``on_progress(stage, done, total)`` reports recovery and replay progress;
+    ``on_ignored(kind, where, why)`` is called once per kind of event the program cannot
+    take (``opts.strict`` makes the first one an error instead).
     """
+    if on_ignored is not None:
+        told: set[str] = set()
+        inner = on_batch
+
+        def on_batch(rec: BatchRecord, written: bool) -> None:
+            for kind, (where, why) in processor.ignored_at.items():
+                if kind not in told:
+                    told.add(kind)
+                    on_ignored(kind, where, why)
+            if inner is not None:
+                inner(rec, written)
+
     overrides: dict[str, Any] | None = None
     if opts.alert_config:
         overrides = json.loads(Path(opts.alert_config).read_text(encoding="utf-8"))
@@ -99,6 +123,7 @@ def run_pipeline(plan: Plan, store: Store, opts: RunOptions, *,
         plan, engine, store, AlertRules(config), link_relation=opts.link_relation,
         max_derivations=opts.max_derivations, on_batch=on_batch,
         notifier=WebhookNotifier(opts.webhook) if opts.webhook else None)
+    processor.strict = opts.strict
     report = on_progress or (lambda _s, _d, _t: None)
     report("recover", 0, 1)
     recovery = processor.recover()
@@ -115,6 +140,7 @@ def run_pipeline(plan: Plan, store: Store, opts: RunOptions, *,
                        progress=step)
         summary.batches, summary.events = res.batches, res.events
         summary.bad_lines = res.bad_lines
+        summary.ignored = dict(processor.ignored_at)
         return summary
     checkpoint = opts.checkpoint or default_checkpoint(opts.events_dir)
     sres = run_stream(processor, opts.events_dir, checkpoint, spark_master=opts.spark_master,
@@ -124,4 +150,5 @@ def run_pipeline(plan: Plan, store: Store, opts: RunOptions, *,
     summary.mode = "stream"
     summary.batches, summary.events, summary.replayed = sres.batches, sres.events, sres.replayed
     summary.bad_lines, summary.spark_jobs = sres.bad_lines, sres.spark_jobs
+    summary.ignored = dict(processor.ignored_at)
     return summary

@@ -130,27 +130,19 @@ def capture_file(path: str) -> tuple[list[Event], str]:
     return events, r.report.summary()
 
 
-def follow_interface(iface: str, log: EventLog, interval: float,
-                     stop: threading.Event) -> threading.Thread:
-    """Capture on ``iface`` in a thread, appending one segment every ``interval`` seconds
+def follow_interface(iface: str, log: EventLog, stop: threading.Event) -> threading.Thread:
+    """Capture on ``iface`` in a thread, appending each event to ``log`` as it is decoded (one
+    segment per event: a link that goes down must not wait in memory for the next packet)
     until ``stop`` is set. The capture itself raises CollectorError at once (no privileges,
     no such interface), before the thread starts."""
     from collectors.live import capture
 
-    stream = capture(iface, timeout=None)
+    stream = capture(iface, timeout=None, stop=stop)
 
     def pump() -> None:
-        pending: list[Event] = []
-        last = time.monotonic()
         newest = _newest(log)
         for e in stream:
-            pending.append(e)
-            if time.monotonic() - last >= interval:
-                newest = _ordered(log.append(pending), newest)
-                pending, last = [], time.monotonic()
-            if stop.is_set():
-                break
-        _ordered(log.append(pending), newest)
+            newest = _ordered(log.append([e]), newest)
 
     t = threading.Thread(target=pump, name=f"capture-{iface}", daemon=True)
     t.start()

@@ -6,14 +6,49 @@ relations the localization introduces are marked as auxiliary so that output hid
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from netrules.errors import Diagnostic, PlanError
 from netrules.lang import ast
 from netrules.plan.delta import DeltaRule, delta_rules
 from netrules.plan.localize import localize
 from netrules.plan.stratify import Stratum, stratify
 
-__all__ = ["Plan", "plan_program"]
+__all__ = ["Plan", "plan_program", "group_aggregates"]
+
+
+def group_aggregates(rules: tuple[ast.Rule, ...], keys: dict[str, tuple[int, ...]],
+                     source: str = "") -> tuple[ast.Rule, ...]:
+    """Decide, once for every evaluator, how each aggregate head groups (``Rule.grouping``).
+
+    With a declared key on the head relation the group is the key's positions (1-based in
+    ``keys(...)``; the location argument is always part of it, since every node holds its own
+    table), and the other non-aggregate arguments are an arg-min/arg-max *payload*; without
+    one, every non-aggregate argument groups, as before. A payload has no meaning for
+    ``a_COUNT``/``a_SUM``, which is refused.
+    """
+    out = []
+    diags: list[Diagnostic] = []
+    for r in rules:
+        agg = r.head.aggregate()
+        if agg is None or r.head.relation not in keys:
+            out.append(r)
+            continue
+        pos, fn = agg
+        declared = {k - 1 for k in keys[r.head.relation]}
+        if r.head.locspec is not None:
+            declared.add(r.head.locspec)
+        group = tuple(i for i in range(r.head.arity) if i in declared and i != pos)
+        payload = tuple(i for i in range(r.head.arity) if i not in declared and i != pos)
+        if payload and fn.func not in ("MIN", "MAX"):
+            diags.append(Diagnostic(
+                "AGGREGATE", f"{r.head.relation}'s key leaves out argument "
+                f"{payload[0] + 1}, which a_{fn.func} cannot choose (only a_MIN/a_MAX carry a "
+                "payload from the row achieving them)", r.head.loc, source=source))
+        out.append(replace(r, group=ast.AggGroup(pos, group, payload)))
+    if diags:
+        raise PlanError(f"{len(diags)} error(s)", diagnostics=diags, code=diags[0].code)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -69,6 +104,8 @@ def plan_program(program: ast.Program, *, localized: bool = True) -> Plan:
     derived = program.derived()
     rules, aux = (localize(program.rules, derived, program.source) if localized
                   else (program.rules, {}))
+    keys = {m.name: m.keys for m in program.materialized}
+    rules = group_aggregates(rules, keys, program.source)
     strata = stratify(rules, program.source)
     locspec: dict[str, int | None] = {}
     arity: dict[str, int] = {}
@@ -79,5 +116,4 @@ def plan_program(program: ast.Program, *, localized: bool = True) -> Plan:
     for f in program.facts:
         locspec.setdefault(f.relation, f.loc)
         arity.setdefault(f.relation, len(f.args))
-    keys = {m.name: m.keys for m in program.materialized}
     return Plan(program, rules, tuple(strata), frozenset(aux), locspec, arity, keys)

@@ -10,12 +10,10 @@ under this package imports pyspark). Open one with :func:`open_store`::
 
 from __future__ import annotations
 
-import re
-
-from netrules.errors import StoreError
 from netrules.store.base import (
     BatchRecord,
     BatchSummary,
+    BulkRows,
     Change,
     Store,
     TopoLink,
@@ -24,46 +22,39 @@ from netrules.store.base import (
     check_relation,
 )
 from netrules.store.schema import SCHEMA_VERSION
+from netrules.store.url import StoreURL, parse_store_url
 
 __all__ = [
     "SCHEMA_VERSION",
     "BatchRecord",
+    "BulkRows",
     "BatchSummary",
     "Change",
     "Store",
+    "StoreURL",
     "TopoLink",
     "TopoNode",
     "args_json",
     "check_relation",
     "open_store",
+    "parse_store_url",
 ]
-
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 def open_store(url: str, read_only: bool = False) -> Store:
     """Open (creating if needed) the store named by ``url``.
 
-    ``url`` is a file path or ``sqlite:///path`` for SQLite (``sqlite:////abs/path`` for an
-    absolute path), or ``postgresql://...`` / ``postgres://...`` for PostgreSQL. ``read_only``
-    opens without creating anything, for readers such as the dashboard.
+    ``url`` is read as SQLAlchemy reads it (:mod:`netrules.store.url`): a file path,
+    ``sqlite:///relative/path`` or ``sqlite:////absolute/path`` for SQLite, or
+    ``postgresql://...`` for PostgreSQL. ``read_only`` (or ``?mode=ro`` on a SQLite URL)
+    opens without creating or writing anything, so readers work on read-only media.
     """
-    url = str(url)
-    m = _SCHEME.match(url)
-    if m is None:
+    parsed = parse_store_url(str(url))
+    read_only = read_only or parsed.read_only
+    if parsed.backend == "sqlite":
         from netrules.store.sqlite import SQLiteStore
 
-        return SQLiteStore(url, read_only=read_only)
-    scheme = m.group(1).lower()
-    if scheme == "sqlite":
-        if not url.startswith("sqlite:///"):
-            raise StoreError(f"{url}: SQLite URLs are sqlite:///relative or sqlite:////absolute")
-        from netrules.store.sqlite import SQLiteStore
+        return SQLiteStore(parsed.target, read_only=read_only)
+    from netrules.store.postgres import PostgresStore
 
-        return SQLiteStore(url[len("sqlite:///"):], read_only=read_only)
-    if scheme in ("postgresql", "postgres"):
-        from netrules.store.postgres import PostgresStore
-
-        return PostgresStore(url, read_only=read_only)
-    raise StoreError(f"{url}: unknown store URL scheme {scheme!r} "
-                     "(use a path, sqlite:///path or postgresql://...)")
+    return PostgresStore(parsed.target, read_only=read_only)

@@ -30,10 +30,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from netrules.alerts.rules import Alert
 from netrules.errors import StoreError
 from netrules.eventlog.schema import Event
 from netrules.facts import Fact, Value, value_from_json, value_to_json
+from netrules.store.records import Alert
 from netrules.store.schema import SCHEMA_VERSION, ddl
 
 __all__ = [
@@ -143,6 +143,21 @@ class TopoLink(NamedTuple):
 
 
 @dataclass
+class BulkRows:
+    """A batch's view changes already in the store's form, for deltas too large to carry as
+    Fact objects: per relation, the canonical args JSON (sorted) and, for additions, the
+    location text. The columnar engine's pipeline builds these from id columns."""
+
+    loc_pos: dict[str, int | None] = field(default_factory=dict)
+    added: dict[str, tuple[list[str], list[str | None]]] = field(default_factory=dict)
+    removed: dict[str, list[str]] = field(default_factory=dict)
+
+    def counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        return ({r: len(a) for r, (a, _) in self.added.items() if a},
+                {r: len(v) for r, v in self.removed.items() if v})
+
+
+@dataclass
 class BatchRecord:
     """Everything one engine batch changes, written by :meth:`Store.write_batch` atomically.
 
@@ -163,6 +178,14 @@ class BatchRecord:
     alerts_raised: list[Alert] = field(default_factory=list)
     alerts_cleared: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    bulk: BulkRows | None = None
+
+    def counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Facts added and removed per relation (from ``bulk`` when the batch carries it)."""
+        if self.bulk is not None:
+            return self.bulk.counts()
+        return ({r: len(v) for r, v in self.added.items() if v},
+                {r: len(v) for r, v in self.removed.items() if v})
 
     def validate(self) -> None:
         """Reject anything the store would refuse, before a transaction is opened."""
@@ -183,6 +206,15 @@ class BatchRecord:
         for link in self.link_states:
             if len(link) != 4 or link[3] not in _LINK_STATES:
                 raise StoreError(f"batch {self.batch_id}: bad link state {link!r}")
+
+
+def _bulk_rows(bulk: BulkRows) -> tuple[list[tuple[str, str, int | None]],
+                                        list[tuple[str, str, int | None, str | None]]]:
+    gone = [(rel, args, bulk.loc_pos.get(rel)) for rel in sorted(bulk.removed)
+            for args in bulk.removed[rel]]
+    came = [(rel, args, bulk.loc_pos.get(rel), loc) for rel in sorted(bulk.added)
+            for args, loc in zip(*bulk.added[rel], strict=True)]
+    return gone, came
 
 
 def _facts_sorted(facts: Mapping[str, Iterable[Fact]]) -> list[Fact]:
@@ -360,8 +392,8 @@ class Store(ABC):
         self._writable()
         batch.validate()
         bid = int(batch.batch_id)
-        n_added = sum(len(v) for v in batch.added.values())
-        n_removed = sum(len(v) for v in batch.removed.values())
+        plus, minus = batch.counts()
+        n_added, n_removed = sum(plus.values()), sum(minus.values())
         events = batch.events
         with self._op(f"writing batch {bid}"), self._transaction():
             cur = self._execute(
@@ -373,21 +405,27 @@ class Store(ABC):
                  json.dumps(batch.stats, default=str, separators=(",", ":"))))
             if cur.rowcount == 0:
                 return False
-            removed = _facts_sorted(batch.removed)
-            added = _facts_sorted(batch.added)
+            if batch.bulk is not None:
+                gone, came = _bulk_rows(batch.bulk)
+            else:
+                gone = [(f.relation, args_json(f.args), f.loc)
+                        for f in _facts_sorted(batch.removed)]
+                came = [(f.relation, args_json(f.args), f.loc, loc_text(f))
+                        for f in _facts_sorted(batch.added)]
             self._executemany("DELETE FROM views WHERE relation = ? AND args = ?",
-                              [(f.relation, args_json(f.args)) for f in removed])
+                              [(rel, args) for rel, args, _ in gone])
             self._executemany(
                 "INSERT INTO views (relation, args, loc, loc_pos, batch_id) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT (relation, args) DO UPDATE SET loc = excluded.loc, "
                 "loc_pos = excluded.loc_pos, batch_id = excluded.batch_id",
-                [(f.relation, args_json(f.args), loc_text(f), f.loc, bid) for f in added])
-            log = [("-", f) for f in removed] + [("+", f) for f in added]
+                [(rel, args, loc, pos, bid) for rel, args, pos, loc in came])
+            t = float(batch.time)
+            log = ([(bid, seq, t, rel, args, pos, "-") for seq, (rel, args, pos) in enumerate(gone)]
+                   + [(bid, len(gone) + seq, t, rel, args, pos, "+")
+                      for seq, (rel, args, pos, _) in enumerate(came)])
             self._executemany(
                 "INSERT INTO changes (batch_id, seq, time, relation, args, loc_pos, op) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(bid, seq, float(batch.time), f.relation, args_json(f.args), f.loc, op)
-                 for seq, (op, f) in enumerate(log)])
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", log)
             self._executemany("DELETE FROM derivations WHERE relation = ? AND args = ?",
                               [(f.relation, args_json(f.args)) for f in batch.derivations_removed])
             drows = []
@@ -528,6 +566,29 @@ class Store(ABC):
             rows = self._execute(sql, params).fetchall()
         return [Change(int(b), int(s), float(t), op, fact_from_json_args(rel, a, lp))
                 for b, s, t, op, rel, a, lp in rows]
+
+    def changes_matching(self, relation: str, where: Mapping[int, Value],
+                         limit: int | None = None) -> list[Change]:
+        """Change-log rows of ``relation`` whose arguments match ``where``, newest first: the
+        history of one pair (why-not asks when its route went, and a link when it went down)."""
+        conds, params = ["relation = ?"], [check_relation(relation)]
+        for pos, value in sorted(where.items()):
+            if _sql_checkable(value):
+                sql, p = self._arg_match(int(pos), value)
+                conds.append(sql)
+                params.extend(p)
+        sql = ("SELECT batch_id, seq, time, op, relation, args, loc_pos FROM changes WHERE "
+               + " AND ".join(conds) + " ORDER BY batch_id DESC, seq DESC")
+        with self._op("reading the change log"):
+            rows = self._execute(sql, params).fetchall()
+        out = []
+        for b, s, t, op, rel, a, lp in rows:
+            f = fact_from_json_args(rel, a, lp)
+            if all(p < len(f.args) and f.args[p] == v for p, v in where.items()):
+                out.append(Change(int(b), int(s), float(t), op, f))
+                if limit is not None and len(out) >= limit:
+                    break
+        return out
 
     def batches(self, limit: int | None = None) -> list[BatchSummary]:
         """The last ``limit`` batches (all if None) in ascending batch order, for timelines."""

@@ -25,6 +25,38 @@ __all__ = ["SQLiteStore", "BUSY_TIMEOUT_MS"]
 BUSY_TIMEOUT_MS = 10_000
 
 
+def _connect(target: str, uri: bool = False) -> sqlite3.Connection:
+    return sqlite3.connect(target, uri=uri, timeout=BUSY_TIMEOUT_MS / 1000,
+                           isolation_level=None, check_same_thread=False)
+
+
+def _connect_read_only(path: str) -> sqlite3.Connection:
+    """A connection that writes nothing, even on read-only media.
+
+    ``mode=ro`` still needs the WAL's ``-shm`` index, which SQLite creates beside the file; on
+    a read-only directory or file system it cannot, and every read fails with "unable to open
+    database file". A store whose writer closed cleanly has no WAL left, so there it is opened
+    ``immutable``: nothing else can change a file on read-only media.
+    """
+    if path == ":memory:":
+        raise StoreError(f"{path}: an in-memory store cannot be opened read-only")
+    if not os.path.exists(path):
+        raise StoreError(f"{path}: no such store file")
+    uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23")
+    conn = _connect(uri + "?mode=ro", uri=True)
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()  # the first read opens the WAL index
+        return conn
+    except sqlite3.OperationalError as err:
+        conn.close()
+        wal = f"{path}-wal"
+        if os.path.exists(wal) and os.path.getsize(wal) > 0:
+            raise StoreError(f"{path}: cannot read the store's write-ahead log {wal} ({err}); "
+                             "a store on read-only media must be closed by its writer "
+                             "first") from err
+    return _connect(uri + "?mode=ro&immutable=1", uri=True)
+
+
 class SQLiteStore(Store):
     """A store in one SQLite file (or ``:memory:``, for tests that need no other process)."""
 
@@ -37,18 +69,12 @@ class SQLiteStore(Store):
         self._in_tx = False
         try:
             if read_only:
-                if not os.path.exists(path):
-                    raise StoreError(f"{path}: no such store file")
-                uri = "file:" + os.path.abspath(path).replace("?", "%3f").replace("#", "%23")
-                self._conn = sqlite3.connect(uri + "?mode=ro", uri=True,
-                                             timeout=BUSY_TIMEOUT_MS / 1000,
-                                             isolation_level=None, check_same_thread=False)
+                self._conn = _connect_read_only(path)
             else:
                 parent = os.path.dirname(os.path.abspath(path))
                 if path != ":memory:" and not os.path.isdir(parent):
                     raise StoreError(f"{path}: directory {parent} does not exist")
-                self._conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000,
-                                             isolation_level=None, check_same_thread=False)
+                self._conn = _connect(path)
         except sqlite3.Error as err:
             raise StoreError(f"{path}: cannot open store: {err}") from err
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from netrules.cli import main
@@ -67,3 +68,73 @@ def test_eval_rejects_facts_for_derived_relations(tmp_path) -> None:
     f.write_text("reachable(@a,b).\n")
     r = run("eval", "reachability", "--facts", str(f))
     assert r.exit_code == 1 and "derived relation" in r.output
+
+
+def test_eval_keeps_empty_batches_in_place(tmp_path) -> None:
+    """Batch N of the output is batch N of the input (issue 21), empty batches included."""
+    u = tmp_path / "u.upd"
+    u.write_text("+link(@a,b,1).\n---\n---\n// nothing\n---\n-link(@a,b,1).\n---\n")
+    r = run("eval", "reachability", "--updates", str(u), "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert [o.get("reachable", []) for o in out] == [[["a", "b"]], [["a", "b"]],
+                                                      [["a", "b"]], [], []]
+    r = run("eval", "reachability", "--updates", str(u))
+    assert [line for line in r.output.splitlines() if line.startswith("---")] == [
+        f"--- after batch {i}" for i in range(1, 6)]
+
+
+def test_eval_is_last_writer_wins(tmp_path) -> None:
+    """Up, down, down, up leaves the link up; up, up, down leaves it down (as `run` does)."""
+    u = tmp_path / "u.upd"
+    u.write_text("+link(@a,b,1).\n-link(@a,b,1).\n-link(@a,b,1).\n+link(@a,b,1).\n---\n"
+                 "+link(@b,c,1).\n+link(@b,c,1).\n-link(@b,c,1).\n")
+    r = run("eval", "reachability", "--updates", str(u), "--json", "--shuffle", "3")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)[-1] == {"reachable": [["a", "b"]]}
+
+
+@pytest.mark.parametrize(("text", "where", "message"), [
+    ("link(@a,b,1).\nlnk(@a,b,1).\n", "f.facts:2:1", "unknown relation lnk"),
+    ("link(@a,b,1).\n  link(@a,b).\n", "f.facts:2:3", "has 2 arguments; link takes 3"),
+    ("reachable(@a,b).\n", "f.facts:1:1", "asserts derived relation reachable"),
+])
+def test_eval_refuses_facts_the_program_cannot_take(tmp_path, text, where, message) -> None:
+    f = tmp_path / "f.facts"
+    f.write_text(text)
+    r = run("eval", "reachability", "--facts", str(f))
+    assert r.exit_code == 1 and f"{tmp_path / where}" in r.output and message in r.output
+    assert "^" in r.output
+
+
+@pytest.mark.parametrize(("text", "where", "message"), [
+    ("+link(@a,b,1).\n---\n  -lnk(@a,b,1).\n", "u.upd:3:4", "unknown relation lnk"),
+    ("+link(@a,b).\n", "u.upd:1:2", "has 2 arguments; link takes 3"),
+])
+def test_eval_refuses_updates_the_program_cannot_take(tmp_path, text, where, message) -> None:
+    u = tmp_path / "u.upd"
+    u.write_text(text)
+    r = run("eval", "reachability", "--updates", str(u))
+    assert r.exit_code == 1 and f"{tmp_path / where}" in r.output and message in r.output
+
+
+def test_check_refuses_facts_and_updates_the_program_cannot_take(tmp_path) -> None:
+    f = tmp_path / "f.facts"
+    f.write_text("link(@a,b,1).\nlink(@a,b).\n")
+    r = run("check", "reachability", "--facts", str(f))
+    assert r.exit_code == 1 and f"{f}:2:1" in r.output and "link takes 3" in r.output
+    u = tmp_path / "u.upd"
+    u.write_text("+link(@a,b,1).\n---\n-route(@a,b,1).\n")
+    r = run("check", "reachability", "--updates", str(u))
+    assert r.exit_code == 1 and f"{u}:3:2" in r.output and "unknown relation route" in r.output
+    u.write_text("+link(@a,b,1).\n")
+    assert run("check", "reachability", "--updates", str(u), "--facts", str(u)).exit_code == 1
+    f.write_text("link(@a,b,1).\n")
+    assert run("check", "reachability", "--facts", str(f)).exit_code == 0
+
+
+def test_check_locates_a_program_fact_of_the_wrong_arity(tmp_path) -> None:
+    p = tmp_path / "p.ndlog"
+    p.write_text("r(@X,Y) :- link(@X,Y,C).\n  link(@a,b).\n")
+    r = run("check", str(p))
+    assert r.exit_code == 1 and f"{p}:2:3: error[ARITY]" in r.output

@@ -153,12 +153,22 @@ def test_diff_between_batches_and_around_an_event(line_store: str) -> None:
     assert r.exit_code == 1 and "no batch applied" in r.output
 
 
-def test_alerts_lists_raised_and_cleared(line_store: str) -> None:
-    out = json.loads(cli("alerts", "--store", line_store, "--json").output)
-    assert {(a["subject"]["src"], a["subject"]["dst"]) for a in out} == CUT
+def test_alerts_groups_the_cut_into_one_incident(line_store: str) -> None:
+    out = json.loads(cli("alerts", "--store", line_store, "--json").output)["incidents"]
+    assert len(out) == 1, [i["title"] for i in out]
+    inc = out[0]
+    assert inc["links"] == ["n2–n3"] and inc["state"] == "ended" and inc["flaps"] == 1
+    assert (inc["start_batch"], inc["end_batch"]) == (1, 2)
+    alerts = inc["alerts"]
+    assert {(a["subject"]["src"], a["subject"]["dst"]) for a in alerts} == CUT
+    assert len(inc["affected"]) == len(CUT)
     assert all(a["state"] == "cleared" and a["raised_batch"] == 1 and a["cleared_batch"] == 2
-               for a in out)
-    assert cli("alerts", "--active", "--store", line_store, "--json").output.strip() == "[]"
+               for a in alerts)
+    active = json.loads(cli("alerts", "--active", "--store", line_store, "--json").output)
+    assert active == {"incidents": []}
+    text = cli("alerts", "--store", line_store).output
+    assert text.startswith("[batch 1] INCIDENT major: n2–n3 down: 12 routes lost")
+    assert text.count("INCIDENT") == 1 and text.count("route lost:") == 12
 
 
 def test_run_refuses_a_store_of_another_program(line_store: str, tmp_path) -> None:
@@ -217,3 +227,56 @@ def test_run_from_a_capture(tmp_path) -> None:
     views = json.loads(r.output.strip().splitlines()[-1])["views"]
     assert sorted(map(tuple, views["reachable"])) == [
         ("1.1.1.1", "2.2.2.2"), ("1.1.1.1", "3.3.3.3"), ("2.2.2.2", "3.3.3.3")]
+
+
+def test_a_flapping_link_is_one_incident(tmp_path) -> None:
+    scenario = tmp_path / "flap.scenario"
+    scenario.write_text("".join(f"at {t} fail link n1 n2\nat {t + 1} recover link n1 n2\n"
+                                for t in (10, 20, 30)))
+    r = cli("run", "path_vector", "--simulate", "line:3", "--scenario", scenario, "--once",
+            "-q", "--store", tmp_path / "s.db", "--events-dir", tmp_path / "events")
+    assert r.exit_code == 0, r.output
+    (inc,) = json.loads(cli("alerts", "--store", tmp_path / "s.db", "--json").output)["incidents"]
+    assert inc["flaps"] == 3 and inc["links"] == ["n1–n2"] and inc["state"] == "ended"
+    assert len(inc["alerts"]) == 3 * 4  # n0,n1 <-> n2 lost three times ...
+    assert len(inc["affected"]) == 4    # ... four pairs
+    assert "flapped 3×" in inc["title"]
+
+
+def _log_with_bad_events(d: Path) -> Path:
+    from netrules.eventlog import Event, EventKind, EventLog
+    from netrules.facts import Fact
+
+    facts = [Fact("link", ("a", "b", 1)), Fact("lnk", ("a", "b", 1)), Fact("lnk", ("b", "c", 1)),
+             Fact("link", ("a", "c")), Fact("link", ("b", "c", 1))]
+    EventLog(d).append([Event(f"t:{i}", float(i), "t", EventKind.FACT, "+", f)
+                        for i, f in enumerate(facts)])
+    return d
+
+
+def test_run_counts_events_it_cannot_take_and_names_them_once(tmp_path) -> None:
+    ev = _log_with_bad_events(tmp_path / "ev")
+    r = CliRunner().invoke(main, ["run", "reachability", "--events", str(ev), "--once",
+                                  "--json", "--store", str(tmp_path / "s.db")])
+    assert r.exit_code == 0, r.output
+    warnings = [line for line in r.output.splitlines() if line.startswith("warning:")]
+    seg = next(ev.glob("events-*.jsonl"))
+    assert warnings == [
+        f"warning: {seg}:2: unknown relation lnk in lnk(@a,b,1); events like it are counted "
+        "in the batch stats (ignored.lnk), not applied (--strict stops instead)",
+        f"warning: {seg}:4: link(@a,c) has 2 arguments; link takes 3; events like it are "
+        "counted in the batch stats (ignored.arity:link), not applied (--strict stops instead)"]
+    out = json.loads(r.output.strip().splitlines()[-1])
+    assert sorted(map(tuple, out["views"]["reachable"])) == [("a", "b"), ("a", "c"), ("b", "c")]
+    with open_store(str(tmp_path / "s.db"), read_only=True) as s:
+        assert s.batches(limit=1)[-1].stats["ignored"] == {"lnk": 2, "arity:link": 1}
+
+
+def test_run_strict_stops_at_the_first_and_commits_nothing(tmp_path) -> None:
+    ev = _log_with_bad_events(tmp_path / "ev")
+    r = cli("run", "reachability", "--events", ev, "--once", "--strict",
+            "--store", tmp_path / "s.db")
+    seg = next(ev.glob("events-*.jsonl"))
+    assert r.exit_code == 1 and f"{seg}:2: unknown relation lnk in lnk(@a,b,1)" in r.output
+    with open_store(str(tmp_path / "s.db"), read_only=True) as s:
+        assert s.last_batch_id() is None

@@ -256,6 +256,8 @@ def test_cli_replay_json_lines(tmp_path: Path) -> None:
         ("s1:2:0", "+", 'bfd(@"10.0.0.1","10.0.0.2")'),
     ]
     assert "2 packets, 2 events, 0 skipped" in result.stderr
+    # stderr is the report alone: no progress line (stray "0 / 0 MiB (100%)") around it
+    assert result.stderr.splitlines() == [f"{cap}: 2 packets, 2 events, 0 skipped"]
 
     readable = CliRunner().invoke(replay_cmd, [str(cap)])
     assert readable.exit_code == 0

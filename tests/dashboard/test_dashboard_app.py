@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.dashboard.conftest import T0
+
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
 
@@ -34,9 +36,11 @@ def test_header_and_banner_show_the_active_route_lost_alert(app: AppTest) -> Non
     assert "Program **path_vector**" in texts(app.caption)
     assert metrics["Last batch"] == "3"
     assert metrics["Links down"] == "4"
-    assert metrics["Active alerts"] == "10"
-    assert "route lost: f has no bestPath to e" in texts(app.error)  # newest first
-    assert "+6 more active alerts" in texts(app.caption)
+    assert metrics["Active incidents"] == "1"
+    assert metrics["Nodes up"] == "2"  # a and c
+    assert metrics["Degraded · isolated"] == "3 · 1"  # b, d, e degraded; f cut off
+    banners = [e.value for e in app.error]
+    assert banners == ["**Incident** · major: e–f down: 10 routes lost (since batch 3; active)"]
 
 
 def test_topology_lists_failed_links_and_the_routes_they_broke(app: AppTest) -> None:
@@ -47,6 +51,10 @@ def test_topology_lists_failed_links_and_the_routes_they_broke(app: AppTest) -> 
     rows = {r["route"]: r for r in broken.to_dict("records")}
     assert rows["a → f"]["now"] == "lost" and rows["a → f"]["over"] == "e→f"
     assert rows["a → d"]["now"] == "rerouted" and rows["a → d"]["was"] == "a → b → d"
+    # both directions of the cut: 5 routes to f and 5 from it, matched against one link row
+    assert rows["f → a"]["now"] == "lost" and rows["f → a"]["over"] == "e→f"
+    assert any(c.startswith("10 lost, ") for c in texts(app.caption).splitlines())
+    assert ":red[**f** isolated]" in md and ":orange[**e** degraded]" in md
 
 
 def test_topology_neighbourhood_search_keeps_selection_across_reruns(app: AppTest) -> None:
@@ -58,9 +66,13 @@ def test_topology_neighbourhood_search_keeps_selection_across_reruns(app: AppTes
     assert "Showing 2 of 6 nodes." in texts(app.caption)
 
 
-def test_alerts_feed_newest_first_with_severity_trigger_and_cleared(app: AppTest) -> None:
+def test_alerts_shows_incidents_first_then_a_sortable_feed(app: AppTest) -> None:
     section(app, "Alerts")
-    rows = app.table[0].value.to_dict("records")
+    incidents = app.dataframe[0].value.to_dict("records")
+    assert [(i["cause"], i["state"], i["affected"]) for i in incidents] == [
+        ("e–f", "active", 10), ("b–d", "ended", 1)]
+    assert "major: e–f down: 10 routes lost" in app.expander[0].label
+    rows = app.dataframe[-1].value.to_dict("records")  # a data grid: sortable
     assert len(rows) == 11
     assert rows[0]["severity"] == "major" and rows[0]["state"] == "active"
     assert rows[0]["message"].startswith("route lost: f has no bestPath to e")
@@ -70,22 +82,26 @@ def test_alerts_feed_newest_first_with_severity_trigger_and_cleared(app: AppTest
     assert loop["kind"] == "routing_loop" and loop["state"] == "cleared"
     assert loop["cleared"] == "2026-01-01 00:00:30 UTC (batch 3)"
     app.toggle(key="alerts_active_only").set_value(True).run()
-    assert len(app.table[0].value) == 10
+    assert len(app.dataframe[-1].value) == 10
+    assert len(app.dataframe[0].value) == 1
 
 
 def test_reachability_query_pair_and_matrix(app: AppTest) -> None:
     section(app, "Reachability")
     assert app.text_input(key="reach_query").value == "reachable(@a,X)"
     assert list(app.dataframe[0].value["X"]) == ["b", "c", "d", "e"]
-    assert "a cannot reach f." in texts(app.error)
+    assert "Outage: a cannot reach f: major: e–f down" in texts(app.error)
+    assert "f is cut off: every link of it is down: e–f (down since batch 3)" in app.code[0].value
     assert "20 of 30 ordered pairs reachable" in texts(app.caption)
     app.selectbox(key="reach_dst").set_value("e").run()
-    assert "a can reach e." in texts(app.success)
+    assert "a can reach e (reachable)." in texts(app.success)
     app.text_input(key="reach_query").set_value('bestPath(@a,d,P,C)').run()
     df = app.dataframe[0].value
     assert df.to_dict("records") == [{"P": "[a,c,d]", "C": "4"}]
     app.text_input(key="reach_query").set_value("reachable(@f,e)").run()
     assert "**no**" in texts(app.markdown)
+    assert ("Outage: the answer is empty while this incident is active: major: e–f down"
+            in texts(app.error))
 
 
 def test_reachability_large_network_shows_counts_over_time(
@@ -108,9 +124,9 @@ def test_reachability_bad_query_shows_caret(app: AppTest) -> None:
     code = app.code[0].value
     assert "error[SYNTAX]" in code and "^" in code
     app.text_input(key="reach_query").set_value("nosuch(@a,X)").run()
-    assert "No view named 'nosuch'" in texts(app.error)
-    app.text_input(key="reach_query").set_value("link(@a,X,1+1)").run()
-    assert "must be a constant or a variable" in texts(app.error)
+    assert "unknown relation 'nosuch'" in texts(app.error)
+    app.text_input(key="reach_query").set_value("link(@a,X,f_concat(X,b))").run()
+    assert "mixes variables into a value" in texts(app.error)
 
 
 def test_route_explorer_cost_path_and_why_tree(app: AppTest) -> None:
@@ -125,11 +141,16 @@ def test_route_explorer_cost_path_and_why_tree(app: AppTest) -> None:
     assert any("path(@a,d,[a,c,d],4)   (see above)" in line for line in why)
 
 
-def test_route_explorer_lost_route_shows_alert(app: AppTest) -> None:
+def test_route_explorer_lost_route_shows_why_not(app: AppTest) -> None:
     section(app, "Routes")
     assert app.selectbox(key="route_dst").value == "f"
     assert "No route from a to f" in texts(app.warning)
-    assert "route lost: a has no bestPath to f" in texts(app.error)
+    assert "Outage: major: e–f down: 10 routes lost" in texts(app.error)
+    why_not = app.code[0].value
+    assert "Last held: bestPath(@a,f,[a,c,d,e,f],6)" in why_not
+    assert "removed by batch 3 (2026-01-01 00:00:30 UTC)" in why_not
+    assert "removed by batch 3" in why_not and "-link(@e,f,1)" in why_not
+    assert "b: b has no bestPath to f either (lost in batch 3)" in why_not
 
 
 def test_patterns_show_current_matches(app: AppTest) -> None:
@@ -141,9 +162,21 @@ def test_patterns_show_current_matches(app: AppTest) -> None:
 
 def test_timeline_counts_and_batch_changes(app: AppTest) -> None:
     section(app, "Timeline")
-    assert "3 batches, 171 facts added, 81 removed." in texts(app.caption)
+    assert ("3 batches; links down after the last 2, at most 2; 252 facts changed."
+            in texts(app.caption))
+    series = app.dataframe[0].value
+    assert list(series["links down"]) == [0, 1, 2]
+    assert list(series["active incidents"]) == [0, 1, 1]
+    app.slider(key="timeline_range").set_range(T0 + 20, T0 + 30).run()
+    assert list(app.dataframe[0].value["batch"]) == [2, 3]
+    assert app.selectbox(key="timeline_link").value == ("b", "d")  # down links first
+    app.selectbox(key="timeline_link").set_value(("e", "f")).run()
+    assert "e – f: went down 1 time." in texts(app.caption)
+    history = app.dataframe[1].value.to_dict("records")
+    assert [(r["batch"], r["change"]) for r in history] == [(3, "down"), (3, "down"),
+                                                          (1, "up"), (1, "up")]
     assert app.selectbox(key="timeline_batch").value == 3
-    changes = app.dataframe[0].value
+    changes = app.dataframe[2].value
     assert {"op": "-", "fact": "link(@e,f,1)"} in changes.to_dict("records")
 
 

@@ -1,5 +1,5 @@
-"""The dashboard's pure parts: query translation, why trees, the graph at 1,000 nodes, the
-launcher command, and the rule that the dashboard never imports Spark or the engine."""
+"""The dashboard's pure parts: which view Reachability asks, why trees, the graph at 1,000
+nodes, the launcher command, and the rule that the dashboard never imports Spark or the engine."""
 
 from __future__ import annotations
 
@@ -15,31 +15,18 @@ from click.testing import CliRunner
 from dashboard import commands, graph
 from dashboard.sections import reachability, routes
 from netrules.facts import Fact
-from netrules.lang import parse_atom
-from netrules.store import TopoLink, TopoNode
+from netrules.store import TopoLink, TopoNode, open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# -- query translation ---------------------------------------------------------------------
-def test_lookup_constants_become_where_variables_columns() -> None:
-    q = reachability.lookup(parse_atom('bestPath(@a,"New York",[a,b],-3)'))
-    assert q.relation == "bestPath" and q.variables == {}
-    assert q.where == {0: "a", 1: "New York", 2: ("a", "b"), 3: -3}
-    q = reachability.lookup(parse_atom("link(@X,X,_)"))
-    assert q.where == {} and q.variables == {"X": [0, 1]} and q.arity == 3
-
-
-def test_lookup_rejects_expressions() -> None:
-    with pytest.raises(reachability.QueryError, match="argument 3"):
-        reachability.lookup(parse_atom("link(@a,X,f_concat(a,b))"))
-
-
-def test_answer_applies_repeated_variables_and_arity(monkeypatch: pytest.MonkeyPatch) -> None:
-    facts = [Fact("link", ("a", "a", 1)), Fact("link", ("a", "b", 1)), Fact("link", ("a",))]
-    monkeypatch.setattr(reachability.data, "read_view", lambda *a, **k: facts)
-    q = reachability.lookup(parse_atom("link(@X,X,C)"))
-    assert reachability.answer("u", q) == [Fact("link", ("a", "a", 1))]
+# -- the reachability page's choice of view ------------------------------------------------
+def test_reachability_asks_a_view_the_program_has() -> None:
+    assert reachability.pair_relation({"reachable": 3, "bestPath": 2}, set()) == "reachable"
+    # a path_vector store: no reachable view, so the page opens on the route view
+    assert reachability.pair_relation({"bestPath": 2, "link": 4}, {"path"}) == "bestPath"
+    assert reachability.pair_relation({}, {"bestCost"}) == "bestCost"
+    assert reachability.pair_relation({"link": 4}, {"link"}) is None
 
 
 # -- why trees -------------------------------------------------------------------------------
@@ -119,20 +106,36 @@ def test_figure_colours_down_links_red_and_draws_the_route() -> None:
 
 # -- the launcher --------------------------------------------------------------------------------
 def test_dashboard_command_binds_loopback_and_passes_the_store(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls = []
     monkeypatch.setattr(commands.subprocess, "call",
                         lambda cmd, env: calls.append((cmd, env)) or 0)
-    result = CliRunner().invoke(commands.dashboard, ["--store", "s.db", "--port", "8600"])
+    store = str(tmp_path / "s.db")
+    open_store(store).close()
+    result = CliRunner().invoke(commands.dashboard, ["--store", store, "--port", "8600"])
     assert result.exit_code == 0, result.output
     cmd, env = calls[0]
     assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1"
     assert cmd[cmd.index("--server.port") + 1] == "8600"
     assert cmd[cmd.index("--server.headless") + 1] == "true"
-    assert cmd[cmd.index("run") + 1] == str(commands.APP)
-    assert env["NETRULES_STORE"] == "s.db"
-    result = CliRunner().invoke(commands.dashboard, ["--host", "0.0.0.0"])
+    assert cmd[cmd.index("--browser.gatherUsageStats") + 1] == "false"
+    assert cmd[cmd.index("--client.toolbarMode") + 1] == "minimal"
+    assert cmd[1:3] == [str(commands.SERVE), str(commands.APP)]
+    assert env["NETRULES_STORE"] == store
+    result = CliRunner().invoke(commands.dashboard, ["--store", store, "--host", "0.0.0.0"])
     assert "no authentication" in result.output
+
+
+def test_one_dashboard_command_with_the_settings_default(tmp_path: Path) -> None:
+    from netrules import settings
+    from netrules.cli import main
+
+    assert main.commands["dashboard"] is commands.dashboard
+    store_opt = next(p for p in commands.dashboard.params if p.name == "store")
+    assert store_opt.default == settings.get("store").default
+    assert store_opt.envvar == "NETRULES_STORE"
+    result = CliRunner().invoke(main, ["dashboard", "--store", str(tmp_path / "none.db")])
+    assert result.exit_code == 1 and "Hint:" in result.output
 
 
 # -- the dashboard reads the store only -----------------------------------------------------------

@@ -31,8 +31,17 @@ def test_suspect_estimate_is_psn_kill_phase_exactly() -> None:
         assert estimate == stats.rederived + stats.overdeleted
 
 
-def test_small_batch_runs_psn_large_one_rebuilds_and_both_are_exact() -> None:
+def test_auto_keeps_a_program_the_columnar_engine_maintains_in_columns() -> None:
     state = auto.materialize(PLAN, FACTS)
+    one = _links(0.0)
+    d = auto.apply(state, [("-", f) for f in one])
+    assert d.stats.strategy == "auto:columnar"
+    assert state.views() == evaluate_program(PLAN, set(FACTS) - set(one))
+
+
+def test_small_batch_runs_psn_large_one_rebuilds_and_both_are_exact() -> None:
+    # a per-view override keeps the program per fact, where the crossover applies
+    state = auto.materialize(PLAN, FACTS, overrides={"reachable": "psn"})
     one = _links(0.0)
     d = auto.apply(state, [("-", f) for f in one])
     assert d.stats.strategy.startswith("auto:psn")

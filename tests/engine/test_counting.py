@@ -17,7 +17,7 @@ from netrules.engine.strategies import counting
 from netrules.facts import Fact
 from netrules.lang import parse_program
 from netrules.plan import plan_program
-from tests.engine.test_differential import random_program, update_stream
+from tests.engine.test_differential import Present, random_program, update_stream
 
 
 @pytest.fixture(autouse=True)
@@ -242,8 +242,8 @@ def seminaive_counting(plan, facts) -> dict[int, list[dict]]:
     return out
 
 
-def assert_trace(state, balance: Counter) -> None:
-    want = seminaive_counting(state.plan, [f for f, k in balance.items() if k > 0])
+def assert_trace(state, facts: set) -> None:
+    want = seminaive_counting(state.plan, sorted(facts, key=lambda f: f.key()))
     for index, trace in want.items():
         assert counting.trace_of(state, index) == trace, f"stratum {index}"
     assert state.stored_records() == sum(len(level) for t in want.values() for level in t)
@@ -266,13 +266,12 @@ def test_trace_equals_recomputed_trace(text: str, extra: list[str], stream) -> N
     plan = plan_of("\n".join([text, *extra]))
     initial, batches = stream
     s = counting.materialize(plan, initial)
-    balance = Counter({f: 1 for f in initial})
-    assert_trace(s, balance)
+    present = Present(plan, initial)
+    assert_trace(s, present.facts())
     for batch in batches:
         counting.apply(s, batch)
-        for sign, f in batch:
-            balance[f] += 1 if sign == "+" else -1
-        assert_trace(s, balance)
+        present.apply(batch)
+        assert_trace(s, present.facts())
 
 
 # --- AT-12: on non-recursive programs counting considers exactly inst[I] Δ inst[I'] ------------
@@ -303,13 +302,12 @@ def test_non_recursive_counting_is_optimal(chosen: list[str], stream) -> None:
     plan = plan_of("\n".join(chosen))
     initial, batches = stream
     s = counting.materialize(plan, initial)
-    balance = Counter({f: 1 for f in initial})
+    present = Present(plan, initial)
     for batch in batches:
-        before = all_instances(plan, [f for f, k in balance.items() if k > 0])
+        before = all_instances(plan, present.facts())
         counting.apply(s, batch)
-        for sign, f in batch:
-            balance[f] += 1 if sign == "+" else -1
-        after = all_instances(plan, [f for f, k in balance.items() if k > 0])
+        present.apply(batch)
+        after = all_instances(plan, present.facts())
         assert s.extra["instances"] == {"undone": len(before - after),
                                         "applied": len(after - before)}
         assert s.stored_records() == sum(  # one counter per derived fact

@@ -20,7 +20,7 @@ from netrules.errors import EngineError, PlanError
 from netrules.facts import Fact
 from netrules.lang import parse_program
 from netrules.plan import plan_program
-from tests.engine.test_differential import link_stream, nexthop_stream
+from tests.engine.test_differential import Present, link_stream, nexthop_stream, stamp
 from tests.meaning import evaluate_program
 
 # positive link-restricted rules over base e(@X,Y), f(@X,Y), derived p, q, s; the planner
@@ -96,7 +96,7 @@ def located_stream(draw: st.DrawFn):
             if present[f] > 0:
                 batch += [("-", f), ("+", f)]
         batches.append(batch)
-    return initial, batches
+    return initial, stamp(batches)
 
 
 def _engine(plan, regions: dict, parts: int, *, rebuild=False, rng=None, k=2):
@@ -122,8 +122,8 @@ def check(plan, initial, batches, regions: dict, parts: int, seed: int, k: int =
     shuffled = _engine(plan, regions, parts, rng=rng, k=k)
     for run in (eng, one, shuffled):
         run.load(initial)
-    balance = Counter({f: 1 for f in initial})
-    want = _sets(evaluate_program(plan, set(initial)))
+    present = Present(plan, initial)
+    want = _sets(evaluate_program(plan, present.facts()))
     assert _sets(eng.views()) == want, "initial"
     for i, batch in enumerate(batches):
         before = _sets(eng.views())
@@ -133,10 +133,9 @@ def check(plan, initial, batches, regions: dict, parts: int, seed: int, k: int =
         mixed = list(batch)
         rng.shuffle(mixed)
         shuffled.apply(mixed)
-        for sign, f in batch:
-            balance[f] += 1 if sign == "+" else -1
+        present.apply(batch)
         now = _sets(eng.views())
-        want = _sets(evaluate_program(plan, {f for f, n in balance.items() if n > 0}))
+        want = _sets(evaluate_program(plan, present.facts()))
         assert now == want, f"batch {i}: {batch}"
         assert _sets(one.views()) == want, f"batch {i}: one-at-a-time"
         assert _sets(shuffled.views()) == want, f"batch {i}: shuffled"

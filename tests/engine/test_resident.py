@@ -20,7 +20,7 @@ from netrules.errors import EngineError, EvalError
 from netrules.facts import Fact
 from netrules.lang import parse_program
 from netrules.plan import plan_program
-from tests.engine.test_differential import assert_dense, cycles_cut, cyclic_link_stream
+from tests.engine.test_differential import Present, assert_dense, cycles_cut, cyclic_link_stream
 from tests.meaning import evaluate_program
 
 
@@ -35,17 +35,15 @@ def _resident_equals_reference(spark, gang, name, tally, stream, parts, seed) ->
     initial, batches = stream
     eng = ResidentEngine(plan, initial, spark=spark, parts=parts, rng=random.Random(seed),
                          gang=gang)
-    balance = Counter({f: 1 for f in initial})
-    assert _sets(eng.views()) == _sets(evaluate_program(plan, set(initial)))
+    present = Present(plan, initial)
+    assert _sets(eng.views()) == _sets(evaluate_program(plan, present.facts()))
     cuts = 0
     for i, batch in enumerate(batches):
-        before = {f for f, n in balance.items() if n > 0}
+        before = present.facts()
         eng.apply(batch)
-        for sign, f in batch:
-            balance[f] += 1 if sign == "+" else -1
-        present = {f for f, n in balance.items() if n > 0}
-        cuts += cycles_cut(before, present)
-        want = evaluate_program(plan, present)
+        present.apply(batch)
+        cuts += cycles_cut(before, present.facts())
+        want = evaluate_program(plan, present.facts())
         assert _sets(eng.views()) == _sets(want), (i, batch)
     tally[cuts > 0] += 1
 
@@ -129,12 +127,12 @@ def test_failed_batch_changes_nothing(spark) -> None:
     plan = plan_program(parse_program(PATHS))
     links = [Fact("link", (a, b, 1)) for a, b in [("a", "b"), ("b", "c"), ("c", "d")]]
     eng = ResidentEngine(plan, links, spark=spark, parts=2)
-    before, balance = eng.views(), eng.ledger.balance.copy()
+    before, ledger = eng.views(), eng.ledger.snapshot()
     bad = Fact("link", ("d", "e", "x"))
     with pytest.raises(EvalError, match=r"<program>:3:1: '\+' expects a number.*not applied"):
         eng.apply([("-", links[0]), ("+", bad)])
     assert eng.views() == before
-    assert eng.ledger.balance == balance
+    assert eng.ledger.snapshot() == ledger
     eng.apply([("-", links[0])])
     assert _sets(eng.views()) == _sets(evaluate_program(plan, set(links[1:])))
 

@@ -95,12 +95,16 @@ p(@1) :- q(@2).
 
 
 def test_8_deferred_deletion(strategy) -> None:
+    """Paper 000's deferred DEL, as last-writer-wins state (issue 21): a deletion stamped
+    after an insertion that arrives late keeps the fact out; it is pending until then."""
     s = strategy.materialize(CYCLE, [])
-    strategy.apply(s, [("-", Fact("a", (0,)))])
+    strategy.apply(s, [("-", Fact("a", (0,)), 2.0, 0)])
     assert s.ledger.pending_deletions() == {Fact("a", (0,)): 1}
     assert not any(s.views().values())
-    strategy.apply(s, [("+", Fact("a", (0,)))])
+    strategy.apply(s, [("+", Fact("a", (0,)), 1.0, 0)])
     assert not any(s.views().values()) and not s.ledger.pending_deletions()
+    strategy.apply(s, [("+", Fact("a", (0,)))])  # no time: it arrived last, so it wins
+    assert rows(s, "q") == {(2,)}
 
 
 def test_9_10_cycle_detection_insert_then_delete(strategy) -> None:

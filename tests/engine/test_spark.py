@@ -36,11 +36,13 @@ pytestmark = pytest.mark.spark
 # reuse the differential suite's generators
 from tests.engine.test_differential import (  # noqa: E402
     NODES,
+    Present,
     assert_dense,
     base_fact,
     cycles_cut,
     cyclic_link_stream,
     random_program,
+    stamp,
     update_stream,
 )
 
@@ -71,21 +73,19 @@ def run_on_spark(spark, plan, initial, batches, seed: int, relation: str,
     facts. Returns how many deletions cut a cycle of ``relation``."""
     eng = SparkEngine(plan, spark=spark, rng=random.Random(seed), checkpoint_every=2)
     eng.load(initial)
-    balance = Counter(initial)
-    want = as_sets(evaluate_program(plan, set(initial)))
+    present = Present(plan, initial)
+    want = as_sets(evaluate_program(plan, present.facts()))
     assert as_sets(eng.views()) == want
     cuts = 0
     for i, batch in enumerate(batches):
-        before = {f for f, n in balance.items() if n > 0}
+        before = present.facts()
         eng.apply(batch)
-        for sign, f in batch:
-            balance[f] += 1 if sign == "+" else -1
-        present = {f for f, n in balance.items() if n > 0}
-        cuts += cycles_cut(before, present, relation, ends)
-        want = as_sets(evaluate_program(plan, present))
+        present.apply(batch)
+        cuts += cycles_cut(before, present.facts(), relation, ends)
+        want = as_sets(evaluate_program(plan, present.facts()))
         assert as_sets(eng.views()) == want, f"batch {i}: driver state"
         assert spark_sets(eng.views_frame(), plan) == want, f"batch {i}: Spark mirror"
-    df, _ = spark_evaluate(spark, plan, sorted(present, key=Fact.key), parts=3)
+    df, _ = spark_evaluate(spark, plan, sorted(present.facts(), key=Fact.key), parts=3)
     assert spark_sets(df, plan) == want, "from scratch after the batches"
     return cuts
 
@@ -97,7 +97,8 @@ def _random_programs(spark, tally, text, cycle, stream, data, seed) -> None:
     initial, batches = stream
     initial = list(dict.fromkeys([*cycle, *initial]))
     cut, at = data.draw(st.sampled_from(cycle)), data.draw(st.integers(0, len(batches) - 1))
-    batches = [[("-", cut), *b] if i == at else b for i, b in enumerate(batches)]
+    batches = stamp([[("-", cut), *(u[:2] for u in b)] if i == at else [u[:2] for u in b]
+                     for i, b in enumerate(batches)])
     tally[run_on_spark(spark, plan, initial, batches, seed, "e") > 0] += 1
 
 
@@ -118,7 +119,7 @@ def _network_programs(spark, tally, name, stream, seed) -> None:
         def hop(f: Fact) -> Fact:
             return Fact("nexthop", (f.args[0], "d", f.args[1]))
         initial = [hop(f) for f in initial]
-        batches = [[(sign, hop(f)) for sign, f in b] for b in batches]
+        batches = [[(u[0], hop(u[1]), *u[2:]) for u in b] for b in batches]
         relation, ends = "nexthop", (0, 2)
     tally[run_on_spark(spark, plan, initial, batches, seed, relation, ends) > 0] += 1
 

@@ -30,7 +30,7 @@ def test_overlog_dialect_features() -> None:
     text = """
     // P2 / RapidNet style
     materialize(link, infinity, infinity, keys(1,2)).
-    materialize(path, 100, 50, keys(1,2,3)).
+    materialize(path, infinity, infinity, keys(1,2,3)).
     /* multi-line
        comment */
     sp1 path(@S,D,P,C) :- link(@S,D,C), P := f_append(S), Q := f_concat(P, D), f_size(Q) > 0.
@@ -179,3 +179,20 @@ def test_several_errors_are_reported_together_in_order() -> None:
     lines = [d.loc.line for d in ei.value.diagnostics]
     assert lines == sorted(lines) and set(lines) == {1, 2, 3}
     assert ei.value.render().endswith("3 errors")
+
+
+@pytest.mark.parametrize("typed,column,what", [
+    ("reachable(@a,X", 15, "unexpected end of input"),  # the ')' is missing: caret at the end
+    ("  reachable(@a,X", 17, "unexpected end of input"),
+    ("?- reachable(@a,X", 18, "unexpected end of input"),
+    ("reachable(@a,,X)", 14, "unexpected ','"),
+    ("reach able(@a)", 7, "unexpected 'able'"),
+])
+def test_query_errors_point_at_what_was_typed(typed: str, column: int, what: str) -> None:
+    with pytest.raises(NetrulesError) as ei:
+        parse_atom(typed)
+    text = ei.value.render()
+    assert f"<query>:1:{column}: error[SYNTAX]: {what}" in text
+    src, caret = text.splitlines()[1:3]
+    assert src == f"  {typed}"  # the line shown is the one typed, without an added '?-' or '.'
+    assert caret == " " * (column + 1) + "^"

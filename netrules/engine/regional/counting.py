@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from netrules.engine.firing import FactKey, changed_bindings, changed_heads, distinct_bindings
-from netrules.engine.reference import Database, head_fact
+from netrules.engine.reference import Database, assemble_row, head_fact
 from netrules.engine.regional.state import RegionState
 from netrules.engine.regional.steps import Outbox, Program, Stage, lower_changes
 from netrules.engine.views import Minus, Patched, Union
@@ -38,10 +38,10 @@ __all__ = ["overdelete", "count"]
 
 def _group_part(prog: Program, rule: ast.Rule, group: tuple) -> int:
     """The region of a group's row (its location is among the group's values)."""
-    pos = rule.head.aggregate()[0]  # type: ignore[index]
-    row = list(group)
-    row.insert(pos, None)
-    return prog.part_of(rule.head.relation, tuple(row))
+    g = rule.grouping
+    assert g is not None
+    return prog.part_of(rule.head.relation,
+                        assemble_row(g, group, None, (None,) * len(g.payload)))
 
 
 def _reads(state: RegionState, stage: Stage) -> tuple[Any, Any, Database, Database]:

@@ -133,7 +133,7 @@ class RegionalEngine:
                  ) -> None:
         self.plan, self.regions, self.rng = plan, regions, rng
         self.prog = regions.prog
-        self.ledger = BaseLedger()
+        self.ledger = BaseLedger.for_plan(plan)
         self.batches = 0  # batches applied
         self._number = 0  # batches started
         self.progress = bool(os.environ.get("NETRULES_PROGRESS"))  # a line per round
@@ -147,7 +147,7 @@ class RegionalEngine:
         if self.batches == 0:  # the program's own facts come with the first batch
             batch = [("+", f) for f in self.plan.program.facts] + batch
         checked = check_batch(self.plan, batch)
-        saved = self.ledger.balance.copy()
+        saved = self.ledger.copy()
         appeared, vanished = self.ledger.apply(checked)
         stats = BatchStats(strategy="psn (regions)")
         delta = Delta(stats=stats)
@@ -158,7 +158,7 @@ class RegionalEngine:
         try:
             outcome = self.regions.batch(self._number, gone, new, self.rng)
         except BaseException:
-            self.ledger.balance = saved
+            self.ledger = saved
             raise
         self.batches += 1
         stats.spark_jobs = self.regions.jobs() - jobs

@@ -66,7 +66,7 @@ class SparkEngine(Engine):
         ``checkpoint_every`` batches, so a batch costs no Spark job and no Py4J round trip."""
         batch = list(batch)
         if self.pmap is None:
-            self.pmap = PartitionMap.from_facts([f for _, f in batch], self.parts)
+            self.pmap = PartitionMap.from_facts([u[1] for u in batch], self.parts)
         delta = super().apply(batch)
         for change, present in ((delta.removed, False), (delta.added, True)):
             for rel, rows in change.items():

@@ -3,10 +3,10 @@
 ``explain(state, fact) -> Derivation``.
 """
 
-from netrules.engine.strategies import auto, counting, dred, fbf, psn, rematerialize
+from netrules.engine.strategies import auto, columnar, counting, dred, fbf, psn, rematerialize
 from netrules.engine.strategies.base import BatchStats, Delta, Derivation, State
 
-STRATEGIES = {m.name: m for m in (psn, dred, fbf, rematerialize, auto, counting)}
+STRATEGIES = {m.name: m for m in (psn, dred, fbf, rematerialize, auto, counting, columnar)}
 
 __all__ = ["STRATEGIES", "BatchStats", "Delta", "Derivation", "State", "get", "parse_spec",
            "PER_VIEW"]

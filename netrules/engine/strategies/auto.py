@@ -1,6 +1,7 @@
-"""The default-by-cost strategy: PSN while a batch threatens a small part of the view, a
-from-scratch rebuild past the crossover (paper 003 §10: incremental maintenance loses to
-rematerialisation once a batch deletes enough).
+"""The default strategy: the columnar engine for every program it maintains; for the others
+(recursion through an aggregate, per-view overrides), per-fact PSN while a batch threatens a
+small part of the view, a from-scratch rebuild past the crossover (paper 003 §10: incremental
+maintenance loses to rematerialisation once a batch deletes enough).
 
 Why not decide on the batch's size alone: what PSN pays for a deletion is the number of facts
 left without a kept support (the *suspects* it must rederive or delete), and one link can
@@ -23,7 +24,7 @@ import time
 from collections.abc import Iterable, Mapping
 
 from netrules.engine.firing import FactKey
-from netrules.engine.strategies import psn
+from netrules.engine.strategies import columnar, psn
 from netrules.engine.strategies.base import (
     BatchStats,
     Delta,
@@ -46,22 +47,20 @@ INSERT_THRESHOLD = 0.15  # inserted / present base facts above which a rebuild d
 def materialize(plan: Plan, facts: Iterable[Fact] = (), *,
                 rng: random.Random | None = None,
                 overrides: Mapping[str, str] | None = None) -> State:
-    state = psn.materialize(plan, facts, rng=rng, overrides=overrides)
+    """The columnar engine where it maintains the program (no per-view overrides), else
+    per-fact PSN with the crossover below."""
+    if not overrides and columnar.supported(plan):
+        state = columnar.materialize(plan, facts, rng=rng)
+    else:
+        state = psn.materialize(plan, facts, rng=rng, overrides=overrides)
     state.strategy = name
     return state
 
 
 def _net_change(state: State, batch: list[tuple[str, Fact]]) -> tuple[list[Fact], list[Fact]]:
     """(base facts the batch makes appear, base facts it makes vanish), ledger untouched."""
-    bal: dict[Fact, int] = {}
-    for sign, f in batch:
-        bal[f] = bal.get(f, 0) + (1 if sign == "+" else -1)
-    appear, vanish = [], []
-    for f, d in bal.items():
-        before = state.ledger.balance.get(f, 0)
-        if (before > 0) != (before + d > 0):
-            (appear if before + d > 0 else vanish).append(f)
-    return appear, vanish
+    appear, vanish = state.ledger.preview(batch)
+    return sorted(appear, key=Fact.key), sorted(vanish, key=Fact.key)
 
 
 def suspects(state: State, vanished: Iterable[FactKey], limit: int | None = None) -> int:
@@ -95,11 +94,15 @@ def suspects(state: State, vanished: Iterable[FactKey], limit: int | None = None
 
 
 def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
+    if columnar.owns(state):
+        delta = columnar.apply(state, batch)
+        delta.stats.strategy = "auto:columnar"
+        return delta
     t0 = time.perf_counter()
     batch = check_batch(state.plan, batch)
     appear, vanish = _net_change(state, batch)
     facts = max(1, state.fact_count())
-    base = max(1, sum(1 for n in state.ledger.balance.values() if n > 0))
+    base = max(1, len(state.ledger))
     limit = int(THRESHOLD * facts)
     inserted = len(appear) / base
     lost = 0
@@ -132,4 +135,6 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
 
 
 def explain(state: State, fact: Fact) -> Derivation | None:
+    if columnar.owns(state):
+        return columnar.explain(state, fact)
     return psn.explain(state, fact)

@@ -39,6 +39,8 @@ class BatchStats:
     seconds: float = 0.0
     strategy: str = ""
     pending_deletions: int = 0
+    ledger_duplicates: int = 0  # updates the base-fact ledger already had (same stamp)
+    ledger_superseded: int = 0  # updates older than what the ledger holds for their fact/key
 
     def as_dict(self) -> dict[str, float | int | str]:
         return dict(self.__dict__)
@@ -100,6 +102,12 @@ class State:
     rng: random.Random | None = None
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # strategies build a bare ledger: base relations' declared keys and lifetimes apply
+        if not self.ledger.keys and not self.ledger.lifetimes and not self.ledger.regs:
+            planned = BaseLedger.for_plan(self.plan)
+            self.ledger.keys, self.ledger.lifetimes = planned.keys, planned.lifetimes
+
     def views(self) -> dict[str, list[Fact]]:
         return {r: self.db.facts(r, self.plan.locspec.get(r, 0))
                 for r in sorted(self.db.rel) if self.db.rel[r]}
@@ -139,10 +147,12 @@ def diff_databases(old: Database, new: Database, stats: BatchStats) -> Delta:
     return delta
 
 
-def check_batch(plan: Plan, batch: Iterable[tuple[str, Fact]]) -> list[tuple[str, Fact]]:
-    """Validate a batch against the plan: signs, base relations only, arities."""
+def check_batch(plan: Plan, batch: Iterable[tuple]) -> list[tuple]:
+    """Validate a batch against the plan: signs, base relations only, arities. Items are
+    ``(sign, fact)`` or carry an event time and sequence too (``ledger.Update``)."""
     out = []
-    for i, (sign, fact) in enumerate(batch):
+    for i, item in enumerate(batch):
+        sign, fact = item[0], item[1]
         if sign not in ("+", "-"):
             raise EngineError(f"update {i}: sign must be '+' or '-', not {sign!r}")
         if fact.relation in plan.derived:
@@ -152,7 +162,7 @@ def check_batch(plan: Plan, batch: Iterable[tuple[str, Fact]]) -> list[tuple[str
         if want is not None and want != len(fact.args):
             raise EngineError(f"update {i}: {fact} has {len(fact.args)} arguments, "
                               f"{fact.relation} takes {want}")
-        out.append((sign, fact))
+        out.append(item)
     return out
 
 

@@ -1,4 +1,7 @@
-"""Answers the CLI's read commands give, computed from the store alone (never the engine).
+"""The read side: questions asked of the store in NDlog, answered from the store alone.
+
+The CLI's read commands and the dashboard both ask through this module (one parser, one error
+class), so a query means the same thing in a terminal and in a browser.
 
 ``query`` matches an atom against a stored view, ``why`` follows stored supports down to base
 facts, ``traceroute`` walks each hop's own route, ``reach_diff`` replays the change log
@@ -13,15 +16,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from netrules import settings
 from netrules.errors import NetrulesError
 from netrules.eventlog import EventLog
 from netrules.facts import Fact, Value, format_value, value_to_json
 from netrules.lang import ast, parse_program
 from netrules.plan import Plan, plan_program
-from netrules.store import Store
+from netrules.store.base import Store
 
-__all__ = ["QueryError", "stored_plan", "query", "WhyNode", "why", "Hop", "traceroute",
-           "reach_diff", "batch_of_event", "known_nodes"]
+__all__ = ["QueryError", "stored_plan", "check_relation_known", "check_node", "known_nodes",
+           "query", "WhyNode", "why", "Hop", "Trace", "traceroute", "reach_diff",
+           "batch_of_event"]
+
+
+#: The relations a read names unless told otherwise: the pipeline's, from settings.py.
+LINK: str = settings.get("link_relation").default
+ROUTE: str = settings.get("route_relation").default
+REACH: str = settings.get("reach_relation").default
 
 
 class QueryError(NetrulesError):
@@ -58,7 +69,7 @@ def check_relation_known(store: Store, relation: str, plan: Plan | None = None) 
                          f"has {shown}", code="UNKNOWN_RELATION")
 
 
-def known_nodes(store: Store, link_relation: str = "link") -> set[str]:
+def known_nodes(store: Store, link_relation: str = LINK) -> set[str]:
     """Topology nodes, or (no topology stored) every endpoint of a stored link fact."""
     nodes, _ = store.topology()
     if nodes:
@@ -69,7 +80,7 @@ def known_nodes(store: Store, link_relation: str = "link") -> set[str]:
     return out
 
 
-def check_node(store: Store, node: str, link_relation: str = "link") -> None:
+def check_node(store: Store, node: str, link_relation: str = LINK) -> None:
     nodes = known_nodes(store, link_relation)
     if nodes and node not in nodes:
         raise QueryError(f"unknown node {node!r}{_hint(node, nodes)}; the network has "
@@ -91,7 +102,7 @@ def _pattern(atom: ast.Atom) -> list[tuple[str, Any]]:
     return out
 
 
-def query(store: Store, atom: ast.Atom, link_relation: str = "link") -> list[Fact]:
+def query(store: Store, atom: ast.Atom, link_relation: str = LINK) -> list[Fact]:
     """Stored facts matching ``atom`` (constants filter, variables range, a repeated
     variable must take one value). An empty answer that names an unknown node is an error."""
     plan = stored_plan(store)
@@ -218,8 +229,8 @@ class Trace:
     reason: str = ""
 
 
-def traceroute(store: Store, src: str, dst: str, route_relation: str = "bestPath",
-               link_relation: str = "link") -> Trace:
+def traceroute(store: Store, src: str, dst: str, route_relation: str = ROUTE,
+               link_relation: str = LINK) -> Trace:
     """Follow ``dst``'s route hop by hop, each hop by its own table (as packets would)."""
     check_relation_known(store, route_relation)
     for n in (src, dst):

@@ -1,0 +1,133 @@
+"""A hash map from int64 keys to int64 values, probed and filled a whole array at a time.
+
+Open addressing with linear probing over two NumPy arrays. A call costs a handful of NumPy
+passes whatever its size (the loop runs once per probe step, over the keys still looking), so
+one changed fact costs microseconds and a million cost a fraction of a second: the map is what
+lets maintenance stay proportional to the change while a view holds millions of rows.
+Keys must be non-negative (the packed keys of ``keys.py`` are).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Int64Map"]
+
+_EMPTY = -1
+_GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+class Int64Map:
+    def __init__(self, capacity: int = 64) -> None:
+        cap = 64
+        while cap < capacity * 2:
+            cap *= 2
+        self._alloc(cap)
+        self.size = 0
+
+    def _alloc(self, cap: int) -> None:
+        self._keys = np.full(cap, _EMPTY, dtype=np.int64)
+        self._vals = np.zeros(cap, dtype=np.int64)
+        self._mask = cap - 1
+        self._shift = np.uint64(64 - (cap.bit_length() - 1))
+        self._gone = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def nbytes(self) -> int:
+        return self._keys.nbytes + self._vals.nbytes
+
+    def _home(self, keys: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            h = keys.astype(np.uint64) * _MIX
+        return (h >> self._shift).astype(np.int64)
+
+    def _find_slots(self, keys: np.ndarray) -> np.ndarray:
+        """Slot of each key, or -1 where absent."""
+        n = len(keys)
+        out = np.full(n, -1, dtype=np.int64)
+        if n == 0 or self.size == 0:
+            return out
+        slot = self._home(keys)
+        todo = np.arange(n)
+        k = keys
+        while len(todo):
+            seen = self._keys[slot]
+            hit = seen == k
+            if hit.any():
+                out[todo[hit]] = slot[hit]
+            go = ~hit & (seen != _EMPTY)
+            todo, slot, k = todo[go], (slot[go] + 1) & self._mask, k[go]
+        return out
+
+    def get(self, keys: np.ndarray, default: int = -1) -> np.ndarray:
+        slots = self._find_slots(keys)
+        out = np.full(len(keys), default, dtype=np.int64)
+        hit = slots >= 0
+        out[hit] = self._vals[slots[hit]]
+        return out
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        return self._find_slots(keys) >= 0
+
+    def put(self, keys: np.ndarray, vals: np.ndarray) -> None:
+        """Insert or overwrite; ``keys`` must be distinct within the call."""
+        if len(keys) == 0:
+            return
+        slots = self._find_slots(keys)
+        hit = slots >= 0
+        if hit.any():
+            self._vals[slots[hit]] = vals[hit]
+        new = ~hit
+        if not new.any():
+            return
+        keys, vals = keys[new], vals[new]
+        if (self.size + self._gone + len(keys)) * 2 > len(self._keys):
+            self._grow(self.size + len(keys))
+        self._place(keys, vals)
+        self.size += len(keys)
+
+    def _place(self, keys: np.ndarray, vals: np.ndarray) -> None:
+        slot = self._home(keys)
+        while len(keys):
+            seen = self._keys[slot]
+            free = (seen == _EMPTY) | (seen == _GONE)
+            # claim free slots; where several keys claim one slot the last write wins and
+            # the others probe on
+            cand = np.flatnonzero(free)
+            reused = int((seen[cand] == _GONE).sum())
+            self._keys[slot[cand]] = keys[cand]
+            won = np.zeros(len(keys), dtype=bool)
+            won[cand] = self._keys[slot[cand]] == keys[cand]
+            # a reused tombstone that lost the race is still a tombstone-turned-key of the
+            # winner: count reuse by winners only
+            if reused:
+                self._gone -= int(((seen == _GONE) & won).sum())
+            self._vals[slot[won]] = vals[won]
+            go = ~won
+            keys, vals, slot = keys[go], vals[go], (slot[go] + 1) & self._mask
+
+    def delete(self, keys: np.ndarray) -> int:
+        slots = self._find_slots(keys)
+        slots = np.unique(slots[slots >= 0])
+        self._keys[slots] = _GONE
+        self.size -= len(slots)
+        self._gone += len(slots)
+        return len(slots)
+
+    def _grow(self, need: int) -> None:
+        live = self._keys >= 0
+        keys, vals = self._keys[live], self._vals[live]
+        cap = len(self._keys)
+        while cap < need * 2 + 2:
+            cap *= 2
+        if cap < need * 4:
+            cap *= 2
+        self._alloc(cap)
+        self._place(keys, vals)
+
+    def items(self) -> tuple[np.ndarray, np.ndarray]:
+        live = self._keys >= 0
+        return self._keys[live], self._vals[live]

@@ -1,0 +1,64 @@
+"""Exact int64 keys for rows of ids: two ids pack into one int64; longer rows are hash-consed.
+
+A row's key is its identity (membership, replacement, index buckets), so it must be exact, not
+a hash that may collide. Ids are below 2**31, so ``a << 31 | b`` is exact for two columns. For
+three or more, the prefix is *interned* pair by pair (``Pairs``): (a, b) gets a pair id below
+2**31 the first time it is seen, and ((a, b), c) packs like a plain pair. Probes only look up
+(``intern=False``): a prefix nobody stored matches nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from netrules.engine.columnar.hashmap import Int64Map
+
+__all__ = ["Pairs", "pack"]
+
+_SHIFT = np.int64(31)
+
+
+def pack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a << _SHIFT) | b
+
+
+class Pairs:
+    """Pair ids for row prefixes, shared by every relation of one engine."""
+
+    def __init__(self) -> None:
+        self._map = Int64Map()
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def nbytes(self) -> int:
+        return self._map.nbytes()
+
+    def ids(self, a: np.ndarray, b: np.ndarray, *, intern: bool) -> np.ndarray:
+        k = pack(a, b)
+        got = self._map.get(k)
+        if intern:
+            miss = got < 0
+            if miss.any():
+                new, inv = np.unique(k[miss], return_inverse=True)
+                start = len(self._map)
+                fresh = np.arange(start, start + len(new), dtype=np.int64)
+                self._map.put(new, fresh)
+                got[miss] = fresh[inv]
+        return got
+
+    def key(self, cols: list[np.ndarray], *, intern: bool) -> np.ndarray:
+        """The key of each row given as columns; -1 where ``intern`` is off and a prefix was
+        never stored."""
+        if len(cols) == 1:
+            return cols[0].copy()
+        p = cols[0]
+        missing = None
+        for c in cols[1:-1]:
+            p = self.ids(np.where(p < 0, 0, p), c, intern=intern)
+            if not intern:
+                missing = p < 0 if missing is None else missing | (p < 0)
+        k = pack(np.where(p < 0, 0, p), cols[-1])
+        if missing is not None:
+            k[missing] = -1
+        return k

@@ -1,0 +1,225 @@
+"""One relation as columns: rows of ids, a key map, per-row state, and probe indexes.
+
+Rows never move. A fact keeps its row for the engine's life: deleting it clears ``alive`` and
+inserting it again revives the same row, so supports and indexes that name rows stay valid
+without compaction, and memory is bounded by the distinct facts ever seen. Per-row state is
+plain arrays: ``born`` (the epoch the row last became alive: the semi-naive split between the
+old and the new view), ``rank`` (derivation height inside its stratum, paper 000's acyclic
+derivations), ``nsup`` (kept supports still standing), and ``tbatch``/``tbefore`` (the batch
+that last touched the row and whether it was alive before: the old view, without a copy).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from netrules.engine.columnar.hashmap import Int64Map
+from netrules.engine.columnar.keys import Pairs
+
+__all__ = ["Buckets", "Relation", "expand"]
+
+#: Runs of a multimap merge while the older is at most MERGE times the newer.
+MERGE = 4
+
+
+def expand(skeys: np.ndarray, srows: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (probe index, row) whose key equals the probe's, from a key-sorted run."""
+    lo = np.searchsorted(skeys, q, "left")
+    hi = np.searchsorted(skeys, q, "right")
+    cnt = hi - lo
+    total = int(cnt.sum())
+    if total == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    qi = np.repeat(np.arange(len(q), dtype=np.int64), cnt)
+    first = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt)
+    return qi, srows[first + np.arange(total, dtype=np.int64)]
+
+
+class Buckets:
+    """A multimap from int64 keys to int64 values, as a log-structured set of key-sorted
+    runs: an append becomes a run, and runs of similar size merge (a binary counter), so an
+    entry is re-sorted O(log n) times over its life and a probe searches O(log n) runs. Both
+    cost in proportion to the change, whatever the size of the map."""
+
+    def __init__(self, keys: np.ndarray | None = None, vals: np.ndarray | None = None) -> None:
+        self.runs: list[tuple[np.ndarray, np.ndarray]] = []
+        self.n = 0
+        if keys is not None and len(keys):
+            self.append(keys, vals)  # type: ignore[arg-type]
+
+    def append(self, keys: np.ndarray, vals: np.ndarray) -> None:
+        if not len(keys):
+            return
+        order = np.argsort(keys, kind="stable")
+        self.runs.append((keys[order], vals[order]))
+        self.n += len(keys)
+        runs = self.runs
+        while len(runs) > 1 and len(runs[-2][0]) <= MERGE * len(runs[-1][0]):
+            (k2, v2), (k1, v1) = runs.pop(), runs.pop()
+            keys, vals = np.concatenate([k1, k2]), np.concatenate([v1, v2])
+            order = np.argsort(keys, kind="stable")  # two sorted runs: a linear merge
+            runs.append((keys[order], vals[order]))
+
+    def probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if len(q) > 512:
+            # sorted probes walk each run in order (cache-friendly binary searches)
+            order = np.argsort(q)
+            qi, vals = self._probe(q[order])
+            return order[qi], vals
+        return self._probe(q)
+
+    def _probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if len(self.runs) == 1:
+            return expand(*self.runs[0], q)
+        parts = [expand(k, v, q) for k, v in self.runs]
+        parts = [p for p in parts if len(p[0])]
+        if not parts:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    def nbytes(self) -> int:
+        return 16 * self.n
+
+
+class _Index:
+    """Rows of a relation by the key of some of its positions."""
+
+    def __init__(self, rel: Relation, positions: tuple[int, ...]) -> None:
+        self.rel, self.positions = rel, positions
+        rows = np.arange(rel.n, dtype=np.int64)
+        self.buckets = Buckets(self._keys(rows), rows)
+
+    def _keys(self, rows: np.ndarray) -> np.ndarray:
+        cols = [self.rel.cols[rows, p] for p in self.positions]
+        return self.rel.pairs.key(cols, intern=True)
+
+    def append(self, rows: np.ndarray) -> None:
+        self.buckets.append(self._keys(rows), rows)
+
+    def probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.buckets.probe(q)
+
+    def nbytes(self) -> int:
+        return self.buckets.nbytes()
+
+
+class Relation:
+    def __init__(self, name: str, arity: int, pairs: Pairs) -> None:
+        self.name, self.arity, self.pairs = name, arity, pairs
+        self.n = 0
+        cap = 16
+        self.cols = np.zeros((cap, arity), dtype=np.int64)
+        self.alive = np.zeros(cap, dtype=bool)
+        self.born = np.zeros(cap, dtype=np.int64)
+        self.rank = np.zeros(cap, dtype=np.int32)
+        self.nsup = np.zeros(cap, dtype=np.int32)
+        self.tbatch = np.zeros(cap, dtype=np.int32)
+        self.tbefore = np.zeros(cap, dtype=bool)
+        self.map = Int64Map()
+        self.count = 0
+        self._indexes: dict[tuple[int, ...], _Index] = {}
+
+    def _reserve(self, need: int) -> None:
+        cap = len(self.alive)
+        if need <= cap:
+            return
+        while cap < need:
+            cap *= 2
+        for name in ("cols", "alive", "born", "rank", "nsup", "tbatch", "tbefore"):
+            old = getattr(self, name)
+            new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
+            new[: self.n] = old[: self.n]
+            setattr(self, name, new)
+
+    def keys(self, cols: np.ndarray, *, intern: bool) -> np.ndarray:
+        return self.pairs.key([cols[:, j] for j in range(self.arity)], intern=intern)
+
+    def find(self, cols: np.ndarray) -> np.ndarray:
+        """Row of each given row of ids (alive or not), -1 where never stored."""
+        if self.arity == 0:
+            return np.zeros(len(cols), np.int64) if self.n else np.full(len(cols), -1)
+        k = self.keys(cols, intern=False)
+        out = self.map.get(k)
+        out[k < 0] = -1
+        return out
+
+    def rows_for(self, cols: np.ndarray) -> np.ndarray:
+        """Row of each given row, storing (dead) rows for the ones never seen; ``cols`` may
+        repeat a row."""
+        m = len(cols)
+        if m == 0:
+            return np.empty(0, np.int64)
+        if self.arity == 0:
+            if self.n == 0:
+                self._reserve(1)
+                self.n = 1
+                for ix in self._indexes.values():
+                    ix.append(np.zeros(1, np.int64))
+            return np.zeros(m, np.int64)
+        k = self.keys(cols, intern=True)
+        rows = self.map.get(k)
+        miss = rows < 0
+        if miss.any():
+            uk, first, inv = np.unique(k[miss], return_index=True, return_inverse=True)
+            start = self.n
+            new = np.arange(start, start + len(uk), dtype=np.int64)
+            self._reserve(start + len(uk))
+            self.cols[start:start + len(uk)] = cols[np.flatnonzero(miss)[first]]
+            self.n = start + len(uk)
+            self.map.put(uk, new)
+            rows[miss] = new[inv]
+            for ix in self._indexes.values():
+                ix.append(new)
+        return rows
+
+    def set_alive(self, rows: np.ndarray, epoch: int) -> None:
+        """Mark distinct dead ``rows`` alive, born at ``epoch``."""
+        self.alive[rows] = True
+        self.born[rows] = epoch
+        self.count += len(rows)
+
+    def set_dead(self, rows: np.ndarray) -> None:
+        """Mark distinct alive ``rows`` dead."""
+        self.alive[rows] = False
+        self.count -= len(rows)
+
+    def was_alive(self, rows: np.ndarray, batch: int) -> np.ndarray:
+        """Alive before batch ``batch`` began."""
+        return np.where(self.tbatch[rows] == batch, self.tbefore[rows], self.alive[rows])
+
+    def alive_rows(self) -> np.ndarray:
+        return np.flatnonzero(self.alive[: self.n])
+
+    def index(self, positions: tuple[int, ...]) -> _Index:
+        ix = self._indexes.get(positions)
+        if ix is None:
+            ix = self._indexes[positions] = _Index(self, positions)
+        return ix
+
+    def probe(self, positions: tuple[int, ...], qcols: list[np.ndarray]
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """(probe index, row) pairs of every stored row (alive or not) matching on
+        ``positions`` (ascending, ``qcols`` in that order); a probe covering every position
+        is a key lookup."""
+        if len(positions) == self.arity:
+            if self.arity == 0:
+                if self.n == 0:
+                    return np.empty(0, np.int64), np.empty(0, np.int64)
+                m = len(qcols[0]) if qcols else 0
+                return np.arange(m, dtype=np.int64), np.zeros(m, np.int64)
+            k = self.pairs.key(qcols, intern=False)
+            rows = self.map.get(k)
+            rows[k < 0] = -1
+            hit = np.flatnonzero(rows >= 0)
+            return hit, rows[hit]
+        q = self.pairs.key(qcols, intern=False)
+        ok = np.flatnonzero(q >= 0)
+        qi, rows = self.index(positions).probe(q[ok])
+        return ok[qi], rows
+
+    def nbytes(self) -> int:
+        per_row = self.cols.itemsize * self.arity + 1 + 8 + 4 + 4
+        return (per_row * self.n + self.map.nbytes()
+                + sum(ix.nbytes() for ix in self._indexes.values()))

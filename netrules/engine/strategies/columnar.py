@@ -1,0 +1,215 @@
+"""The columnar engine behind the strategy interface: facts as integer columns, PSN with ranks
+and K supports a set at a time (``netrules/engine/columnar/``).
+
+Programs whose strata it does not maintain yet (aggregates, negation, recursion through an
+aggregate) are handed whole to ``psn``, and the batch statistics say so (``strategy``); a
+program is never split between the two representations.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from netrules.engine.columnar.psn import ColumnarProgram, unsupported
+from netrules.engine.ledger import BaseLedger
+from netrules.engine.strategies import psn
+from netrules.engine.strategies.base import (
+    BatchStats,
+    Delta,
+    Derivation,
+    State,
+    check_batch,
+)
+from netrules.facts import Fact, Value
+from netrules.plan import Plan
+
+__all__ = ["name", "materialize", "apply", "explain", "supported", "owns", "ColumnDelta"]
+
+name = "columnar"
+
+
+def supported(plan: Plan) -> bool:
+    return unsupported(plan) is None
+
+
+def owns(state: State) -> bool:
+    """Is ``state`` held in columns (rather than handed to psn)?"""
+    return "program" in state.extra
+
+
+class ColumnDelta(Delta):
+    """A Delta whose rows stay as id columns until someone reads ``added``/``removed`` as
+    tuples; the pipeline reads ``columns`` instead and never builds a tuple per fact."""
+
+    def __init__(self, prog: ColumnarProgram,
+                 changes: dict[str, tuple[np.ndarray, np.ndarray]], stats: BatchStats) -> None:
+        self.prog, self.columns, self.stats = prog, changes, stats
+        self._added = _Decoded(self, 0)
+        self._removed = _Decoded(self, 1)
+
+    def ids(self, relation: str, which: int) -> np.ndarray:
+        """The id rows added (``which`` 0) or removed (1) in ``relation``."""
+        rows = self.columns[relation][which]
+        return self.prog.rels[relation].cols[rows]
+
+    @property  # type: ignore[override]
+    def added(self) -> Mapping[str, set[tuple]]:
+        return self._added
+
+    @property  # type: ignore[override]
+    def removed(self) -> Mapping[str, set[tuple]]:
+        return self._removed
+
+    def add(self, key: Any) -> None:  # pragma: no cover - built whole, never grown
+        raise TypeError("a ColumnDelta is built whole")
+
+    remove = add
+
+
+class _Decoded(Mapping[str, set[tuple]]):
+    """One side of a ColumnDelta as relation -> set of tuples, each relation decoded the
+    first time it is read (the link states read one relation of millions of changes)."""
+
+    def __init__(self, delta: ColumnDelta, which: int) -> None:
+        self.delta, self.which = delta, which
+        self.names = [r for r, rows in delta.columns.items() if len(rows[which])]
+        self.cache: dict[str, set[tuple]] = {}
+
+    def __getitem__(self, rel: str) -> set[tuple]:
+        if rel not in self.cache:
+            if rel not in self.names:
+                raise KeyError(rel)
+            rows = self.delta.columns[rel][self.which]
+            self.cache[rel] = set(self.delta.prog.decode(rel, rows))
+        return self.cache[rel]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+class ColumnarDB:
+    """The read side of ``State.db`` over the columns: what the façade and ``query`` use."""
+
+    def __init__(self, prog: ColumnarProgram) -> None:
+        self.prog = prog
+
+    @property
+    def rel(self) -> dict[str, set[tuple]]:
+        return {name: set(self.prog.facts(name)) for name, r in self.prog.rels.items()
+                if r.count}
+
+    def __contains__(self, item: tuple[str, tuple]) -> bool:
+        return self.prog.contains(item[0], tuple(item[1]))
+
+    def has(self, relation: str) -> bool:
+        r = self.prog.rels.get(relation)
+        return bool(r and r.count)
+
+    def facts(self, relation: str, locspec: int | None = 0) -> list[Fact]:
+        if relation not in self.prog.rels:
+            return []
+        return sorted((Fact(relation, row, locspec) for row in self.prog.facts(relation)),
+                      key=Fact.key)
+
+    def lookup(self, relation: str, bound: Mapping[int, Value]) -> Iterator[tuple]:
+        rel = self.prog.rels.get(relation)
+        if rel is None or not rel.count:
+            return iter(())
+        pos = tuple(sorted(bound))
+        if not pos:
+            return iter(self.prog.facts(relation))
+        ids = [self.prog.values.lookup(bound[p]) for p in pos]
+        if any(i is None for i in ids):
+            return iter(())
+        _, rows = rel.probe(pos, [np.array([i], dtype=np.int64) for i in ids])
+        rows = rows[rel.alive[rows]]
+        return iter(self.prog.decode(relation, rows))
+
+    def probe(self, relation: str, pos: tuple[int, ...], key: tuple) -> Iterator[tuple]:
+        return self.lookup(relation, dict(zip(pos, key, strict=True)))
+
+
+class ColumnarState(State):
+    def views(self) -> dict[str, list[Fact]]:
+        prog: ColumnarProgram = self.extra["program"]
+        return {r: self.db.facts(r, self.plan.locspec.get(r, 0))
+                for r in sorted(prog.rels) if prog.rels[r].count}
+
+    def fact_count(self) -> int:
+        return self.extra["program"].fact_count()
+
+    def stored_records(self) -> int:
+        return int(self.extra["program"].supports.count)
+
+
+def materialize(plan: Plan, facts: Iterable[Fact] = (), *, rng: random.Random | None = None,
+                overrides: Mapping[str, str] | None = None) -> State:
+    if overrides or not supported(plan):
+        state = psn.materialize(plan, facts, rng=rng, overrides=overrides)
+        state.extra["fallback"] = unsupported(plan) or "per-view overrides"
+        return state
+    prog = ColumnarProgram(plan)
+    state = ColumnarState(plan, ColumnarDB(prog), BaseLedger(), name, rng,
+                          {"program": prog})  # type: ignore[arg-type]
+    start = [("+", f) for f in [*plan.program.facts, *facts]]
+    if start:
+        apply(state, start)
+    return state
+
+
+def _group(prog: ColumnarProgram, facts: Iterable[Fact]) -> dict[str, np.ndarray]:
+    by: dict[str, list[tuple]] = {}
+    for f in facts:
+        by.setdefault(f.relation, []).append(f.args)
+    return {r: prog.encode(rows, len(rows[0])) for r, rows in by.items()}
+
+
+def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
+    if not owns(state):
+        return psn.apply(state, batch)
+    t0 = time.perf_counter()
+    prog: ColumnarProgram = state.extra["program"]
+    batch = check_batch(state.plan, batch)
+    appeared, vanished = state.ledger.apply(batch)
+    before = dict(prog.stats)
+    changes = prog.apply(_group(prog, appeared), _group(prog, vanished))
+    stats = BatchStats(strategy=name)
+    stats.rounds = prog.stats["rounds"] - before["rounds"]
+    stats.overdeleted = prog.stats["suspects"] - before["suspects"]
+    stats.rederived = prog.stats["rederived"] - before["rederived"]
+    stats.added = int(sum(len(a) for a, _ in changes.values()))
+    stats.removed = int(sum(len(r) for _, r in changes.values()))
+    stats.pending_deletions = len(state.ledger.pending_deletions())
+    stats.seconds = time.perf_counter() - t0
+    return ColumnDelta(prog, changes, stats)
+
+
+def explain(state: State, fact: Fact) -> Derivation | None:
+    """The derivation tree of kept supports; they are well-founded, so it ends at base
+    facts."""
+    if not owns(state):
+        return psn.explain(state, fact)
+    prog: ColumnarProgram = state.extra["program"]
+    plan = state.plan
+
+    def build(rel: str, args: tuple, depth: int) -> Derivation:
+        f = Fact(rel, args, plan.locspec.get(rel, 0))
+        if rel not in plan.derived:
+            return Derivation(f)
+        sup = prog.support_of(rel, args)
+        if sup is None or depth > 10_000:
+            return Derivation(f, "?")
+        label, body = sup
+        return Derivation(f, label, [build(r, a, depth + 1) for r, a in body])
+
+    if not prog.contains(fact.relation, fact.args):
+        return None
+    return build(fact.relation, fact.args, 0)

@@ -1,0 +1,236 @@
+"""A batch whose delta is id columns (the columnar engine), taken to the store and the alert
+rules in bulk: no Fact object per changed fact.
+
+* **Store rows**: each distinct value's JSON is rendered once (``Values.json_column``) and a
+  row's args text is a join of its columns' texts, sorted per relation so the change log is
+  the same whatever the engine's row order (a restarted run writes the same rows).
+* **Alert inputs**: the rules see every removed fact of an alert relation (each is a loss to
+  judge), but of the added ones only those whose (source, destination) key was lost in this
+  batch or has an active alert: the rest can neither cancel a loss nor clear an alert. The
+  "does the view still hold this key" question is one vectorised probe of the engine's view.
+* **Derivations**: the facts whose kept supports changed get their least-id alive support,
+  lowest rank first, so the written set is closed under "body of": ``why`` on any written
+  fact ends at base facts. Auxiliary (localization) facts are replaced by their own bodies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+import numpy as np
+
+from netrules.engine.columnar.keys import pack
+from netrules.engine.columnar.psn import ColumnarProgram
+from netrules.engine.columnar.supports import split_gid
+from netrules.engine.strategies.columnar import ColumnDelta
+from netrules.facts import Fact, Value, value_from_json
+from netrules.plan import Plan
+from netrules.store import BulkRows
+
+__all__ = ["is_columnar", "store_rows", "alert_inputs", "derivations"]
+
+
+def is_columnar(delta: object) -> bool:
+    return isinstance(delta, ColumnDelta)
+
+
+def _texts(prog: ColumnarProgram, ids: np.ndarray) -> list[str]:
+    if ids.shape[1] == 0:
+        return ["[]"] * len(ids)
+    cols = [prog.values.json_column(ids[:, j]) for j in range(ids.shape[1])]
+    if len(cols) == 1:
+        return [f"[{a}]" for a in cols[0]]
+    if len(cols) == 2:
+        return [f"[{a},{b}]" for a, b in zip(*cols, strict=True)]
+    return ["[" + ",".join(t) + "]" for t in zip(*cols, strict=True)]
+
+
+def _order(prog: ColumnarProgram, ids: np.ndarray) -> np.ndarray:
+    """Row order by the columns' JSON texts, column by column: canonical whatever the ids
+    (a restarted engine interns values in another order). Each distinct value's text is
+    compared once; the rows are sorted by integer ranks."""
+    if len(ids) < 2 or ids.shape[1] == 0:
+        return np.arange(len(ids))
+    keys = []
+    for j in range(ids.shape[1]):
+        uniq, inv = np.unique(ids[:, j], return_inverse=True)
+        rank = np.empty(len(uniq), dtype=np.int64)
+        rank[np.argsort(np.array(prog.values.json_column(uniq)), kind="stable")] = \
+            np.arange(len(uniq))
+        keys.append(rank[inv])
+    return np.lexsort(keys[::-1])
+
+
+def store_rows(delta: ColumnDelta, plan: Plan, keep: Iterable[str]) -> BulkRows:
+    prog = delta.prog
+    keep = set(keep)
+    out = BulkRows()
+    for rel in sorted(delta.columns):
+        if rel not in keep:
+            continue
+        loc = plan.locspec.get(rel, 0)
+        out.loc_pos[rel] = loc
+        add, rem = delta.ids(rel, 0), delta.ids(rel, 1)
+        if len(rem):
+            out.removed[rel] = _texts(prog, rem[_order(prog, rem)])
+        if len(add):
+            add = add[_order(prog, add)]
+            texts = _texts(prog, add)
+            if loc is None or loc >= add.shape[1]:
+                locs: list[str | None] = [None] * len(add)
+            else:
+                vals = prog.values.decode_column(add[:, loc])
+                js = prog.values.json_column(add[:, loc])
+                locs = [v if isinstance(v, str) else j for v, j in zip(vals, js, strict=True)]
+            out.added[rel] = (texts, locs)
+    return out
+
+
+def _facts(prog: ColumnarProgram, plan: Plan, rel: str, ids: np.ndarray) -> list[Fact]:
+    loc = plan.locspec.get(rel, 0)
+    return [Fact(rel, row, loc) for row in prog.values.decode_rows(ids)]
+
+
+def _pair_keys(ids: np.ndarray, pos: tuple[int, ...]) -> np.ndarray:
+    if len(pos) == 1:
+        return ids[:, pos[0]].copy()
+    return pack(ids[:, pos[0]], ids[:, pos[1]])
+
+
+def alert_inputs(delta: ColumnDelta, plan: Plan, keyed: Mapping[str, tuple[int, ...]],
+                 whole: Iterable[str], active: Iterable[tuple[str, Iterable[Value]]]
+                 ) -> tuple[dict[str, list[Fact]], dict[str, list[Fact]],
+                            Callable[[str, tuple], bool]]:
+    """(added, removed, view_has) for ``AlertRules.evaluate``.
+
+    ``keyed`` maps the route and reachability relations to their key positions; ``whole``
+    names relations whose every change matters (loops, patterns); ``active`` gives the
+    (relation, key values) of active alerts.
+    """
+    prog = delta.prog
+    added: dict[str, list[Fact]] = {}
+    removed: dict[str, list[Fact]] = {}
+    still: set[tuple[str, tuple]] = set()
+    active_by: dict[str, list[tuple]] = {}
+    for rel, key in active:
+        active_by.setdefault(rel, []).append(tuple(key))
+    for rel in whole:
+        if rel in delta.columns:
+            added[rel] = _facts(prog, plan, rel, delta.ids(rel, 0))
+            removed[rel] = _facts(prog, plan, rel, delta.ids(rel, 1))
+    for rel, pos in keyed.items():
+        if rel not in delta.columns or len(pos) not in (1, 2):
+            continue
+        add, rem = delta.ids(rel, 0), delta.ids(rel, 1)
+        rk = _pair_keys(rem, pos)
+        wanted = [rk]
+        for key in active_by.get(rel, ()):
+            ids = [prog.values.lookup(v) for v in key]
+            if len(ids) == len(pos) and all(i is not None for i in ids):
+                a = np.array([ids], dtype=np.int64)
+                wanted.append(_pair_keys(a, tuple(range(len(pos)))))
+        ak = _pair_keys(add, pos)
+        pick = np.isin(ak, np.concatenate(wanted))
+        added[rel] = _facts(prog, plan, rel, add[pick])
+        removed[rel] = _facts(prog, plan, rel, rem)
+        # which lost keys the view still holds (another row with the same key)
+        lost = np.unique(rk[~np.isin(rk, ak)]) if len(rk) else rk
+        if len(lost):
+            r = prog.rels[rel]
+            cols = ([lost] if len(pos) == 1
+                    else [lost >> np.int64(31), lost & np.int64((1 << 31) - 1)])
+            order = np.argsort(pos)
+            qi, rows = r.probe(tuple(sorted(pos)), [cols[k] for k in order])
+            held = np.unique(qi[r.alive[rows]])
+            for k in held.tolist():
+                vals = tuple(prog.values.decode(int(c[k])) for c in cols)
+                still.add((rel, vals))
+
+    def view_has(relation: str, key: tuple) -> bool:
+        return (relation, tuple(key)) in still
+
+    return added, removed, view_has
+
+
+def active_alert_keys(alerts: Iterable[object], keyed: Mapping[str, tuple[int, ...]]
+                      ) -> list[tuple[str, tuple]]:
+    """(relation, (src, dst)) of active route/reachability alerts, from their subjects."""
+    out = []
+    for a in alerts:
+        subject = getattr(a, "subject", {}) or {}
+        rel = subject.get("relation")
+        if rel in keyed and "src" in subject and "dst" in subject:
+            out.append((rel, (value_from_json(subject["src"]), value_from_json(subject["dst"]))))
+    return out
+
+
+def derivations(delta: ColumnDelta, plan: Plan, limit: int
+                ) -> tuple[list[tuple[Fact, str, list[Fact]]], list[Fact], int]:
+    """(derivations to write, facts whose derivations to drop, facts skipped by ``limit``)."""
+    prog = delta.prog
+    visible = {prog.codes[r] for r in plan.visible if r in prog.codes}
+    aux = {prog.codes[r] for r in plan.aux if r in prog.codes}
+    changed = prog.supported_changes()
+    code, _ = split_gid(changed)
+    changed = changed[np.isin(code, list(visible))]
+    changed = changed[prog.alive_gids(changed)]
+    drop: list[Fact] = []
+    for rel, (_, rem_rows) in delta.columns.items():
+        if rel in plan.visible and len(rem_rows):
+            drop.extend(_facts(prog, plan, rel, prog.rels[rel].cols[rem_rows]))
+    order = np.lexsort((changed, prog.rank_of(changed)))
+    changed = changed[order]
+    skipped = max(0, len(changed) - limit)
+    changed = changed[:limit]
+    sids = prog.supports.first_of(changed)
+    ok = sids >= 0
+    changed, sids = changed[ok], sids[ok]
+    bodies = _bodies(prog, sids, aux)
+    need = np.unique(np.concatenate([changed, *bodies])) if len(changed) else changed
+    fact = _decode_gids(prog, plan, need)
+    rows: list[tuple[Fact, str, list[Fact]]] = []
+    labels = [r.rule.label or str(r.rule.head) for r in prog.rule_list]
+    for g, s, body in zip(changed.tolist(), sids.tolist(), bodies, strict=True):
+        rows.append((fact[g], labels[int(prog.supports.rule[s])],
+                     [fact[b] for b in dict.fromkeys(body.tolist())]))
+    drop.extend(f for f, _, _ in rows)
+    return rows, sorted(set(drop), key=Fact.key), skipped
+
+
+def _bodies(prog: ColumnarProgram, sids: np.ndarray, aux: set[int]) -> list[np.ndarray]:
+    """Each support's body gids, an auxiliary (localization) fact replaced by its own kept
+    support's body (the store shows the facts a user wrote)."""
+    out = []
+    memo: dict[int, np.ndarray] = {}
+    for s in sids.tolist():
+        body = prog.supports.body[s]
+        body = body[body >= 0]
+        for _ in range(8):
+            code = body >> np.int64(34)
+            is_aux = np.isin(code, list(aux)) if aux else np.zeros(len(body), bool)
+            if not is_aux.any():
+                break
+            parts = []
+            for g, a in zip(body.tolist(), is_aux.tolist(), strict=True):
+                if not a:
+                    parts.append(np.array([g], dtype=np.int64))
+                    continue
+                if g not in memo:
+                    inner = int(prog.supports.first_of(np.array([g], dtype=np.int64))[0])
+                    b = prog.supports.body[inner] if inner >= 0 else np.array([g])
+                    memo[g] = b[b >= 0]
+                parts.append(memo[g])
+            body = np.concatenate(parts)
+        out.append(body)
+    return out
+
+
+def _decode_gids(prog: ColumnarProgram, plan: Plan, gids: np.ndarray) -> dict[int, Fact]:
+    out: dict[int, Fact] = {}
+    code, rows = split_gid(gids)
+    for c in np.unique(code).tolist():
+        m = code == c
+        rel = prog.names[c]
+        facts = _facts(prog, plan, rel, prog.rels[rel].cols[rows[m]])
+        out.update(zip(gids[m].tolist(), facts, strict=True))
+    return out
