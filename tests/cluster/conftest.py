@@ -6,7 +6,8 @@ the pyspark package's own launcher (``pyspark/bin/spark-class``; the pip package
 ``sbin/start-master.sh`` / ``start-worker.sh``). Every daemon runs in its own process group and
 is killed in the fixture finalizer, even when the test fails. When the daemons cannot start
 (no Java, a port race, a sandbox forbidding sockets) the test is skipped with the reason and
-the tail of the daemon logs, never silently.
+the tail of the daemon logs, never silently; under ``CI=true`` it fails instead, since a
+skipped cluster test in CI would hide a broken cluster setup.
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ WORKERS = 2
 WORKER_CORES = 1
 WORKER_MEMORY = "1g"
 START_TIMEOUT_S = 60.0
+
+
+def unavailable(reason: str) -> None:
+    """Skip the cluster tests for ``reason``; fail them when CI is set (``CI=true``): there the
+    cluster must come up, and a skip would let a broken setup pass unnoticed."""
+    if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+        pytest.fail(f"CI: {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 @dataclass
@@ -118,10 +127,10 @@ def _kill(procs: list[subprocess.Popen]) -> None:
 def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Start master + workers, wait until both workers registered, yield, tear down."""
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark standalone cluster: no Java on PATH and no JAVA_HOME")
+        unavailable("Spark standalone cluster: no Java on PATH and no JAVA_HOME")
     spark_class = spark_home() / "bin" / "spark-class"
     if not spark_class.exists():
-        pytest.skip(f"Spark standalone cluster: {spark_class} is not in the pyspark package")
+        unavailable(f"Spark standalone cluster: {spark_class} is not in the pyspark package")
     tmp = tmp_path_factory.mktemp("standalone")
     env = cluster_env(tmp)
     logs = tmp / "logs"
@@ -164,7 +173,7 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clu
             reason = (f"Spark standalone cluster did not come up ({alive}/{WORKERS} workers "
                       f"alive after {START_TIMEOUT_S:.0f} s)\n{cluster.log_tail()}")
             _kill(cluster.procs)
-            pytest.skip(reason)
+            unavailable(reason)
         yield cluster
     finally:
         _kill(cluster.procs)

@@ -140,11 +140,13 @@ def browser(tmp_path: Path) -> Iterator[object]:
 
 
 def red_links(driver) -> int:
-    """How many plotly line traces on the page are drawn in the 'link down' red."""
-    strokes = driver.execute_script(
-        "return Array.from(document.querySelectorAll('.js-plotly-plot path.js-line'))"
-        ".map(p => p.style.stroke)")
-    return sum(s == DOWN_RGB for s in strokes)
+    """How many link segments the page draws in the 'link down' red: a trace draws all its
+    segments as one path, one move-to ``M`` each; the legend's sample lines are not links."""
+    paths = driver.execute_script(
+        "return Array.from(document.querySelectorAll("
+        "'.js-plotly-plot .scatterlayer path.js-line'))"
+        ".map(p => [p.style.stroke, p.getAttribute('d') || ''])")
+    return sum(d.count("M") for stroke, d in paths if stroke == DOWN_RGB)
 
 
 def body_text(driver) -> str:
@@ -189,6 +191,8 @@ def switch(driver, section: str, ready: str) -> float:
 
 
 BANNER = "Incident · major: Seattle–Sunnyvale down: 20 routes lost"
+ABILENE_OTHERS = ("Atlanta", "Chicago", "Denver", "Houston", "Indianapolis", "Kansas City",
+                  "Los Angeles", "New York", "Sunnyvale", "Washington DC")
 
 
 def test_operator_watches_seattle_cut_off_and_come_back(served, browser, tmp_path: Path) -> None:
@@ -216,11 +220,16 @@ def test_operator_watches_seattle_cut_off_and_come_back(served, browser, tmp_pat
     assert text.count("Incident ·") == 1, text  # one cut, one incident, not 20 banners
     assert "Seattle isolated" in text
     assert "route lost (20)" in legend(browser)
-    assert red_links(browser) > 0
+    assert red_links(browser) == 2  # Seattle-Denver and Seattle-Sunnyvale, nothing else
     shoot(browser, tmp_path, "dashboard_seattle_cut.png")
 
     switches: dict[str, float] = {}
     switches["Alerts"] = switch(browser, "Alerts", "Every alert")
+    text = body_text(browser)  # the lost routes by name: every pair Seattle was part of
+    affected = next(ln for ln in text.splitlines() if ln.startswith("Affected: "))
+    assert set(affected.removeprefix("Affected: ").split(", ")) == {
+        r for n in ABILENE_OTHERS for r in (f"{n} → Seattle", f"Seattle → {n}")}
+    assert "20 alerts shown, 20 active" in text
     switches["Reachability"] = switch(browser, "Reachability", "Can one node reach")
     # a path_vector store has no reachable view: the page opens on bestPath, not on an error
     text = body_text(browser)

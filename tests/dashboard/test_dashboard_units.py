@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import networkx as nx
@@ -73,15 +72,19 @@ def test_thousand_nodes_layout_once_then_cheap_neighbourhood_figures() -> None:
     links = [TopoLink(f"n{u}", f"n{v}", 1, "down" if i == 0 else "up", {})
              for i, (u, v) in enumerate(g.edges())]
     sig = graph.signature(nodes, links)
-    t = time.perf_counter()
     pos = graph.compute_layout(sig)
-    assert len(pos) == 1000 and time.perf_counter() - t < 20
+    assert len(pos) == 1000
     edges = graph.merge_links(links)
-    t = time.perf_counter()
     full = graph.figure(sig[0], edges, pos)
     near = graph.neighbourhood(edges, ["n0"], 2)
     part = graph.figure(sig[0], edges, pos, visible=near, focus=["n0"], view="n0")
-    assert time.perf_counter() - t < 5
+    # the work a figure does, counted instead of timed (timings belong in bench/): all 1,499
+    # up links in one trace of segments, one hover target (the down link, not 1,500), one node
+    # trace of 1,000 points without text
+    traces = {tr.name: tr for tr in full.data}
+    assert len(traces["link up (1499)"].x) == 3 * 1499
+    assert len(traces["links"].hovertext) == 1
+    assert len(traces["node"].customdata) == 1000 and traces["node"].text is None
     node_trace = {tr.name: tr for tr in part.data}["node"]
     assert set(node_trace.customdata) == near and 4 <= len(near) <= 10
     assert node_trace.text is not None  # few nodes: names are drawn

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 
 from netrules import programs
-from netrules.engine.reference import evaluate_program
 from netrules.engine.strategies import auto, psn
 from netrules.plan import plan_program
+from tests.meaning import evaluate_program
 from topologies import link_facts, load_topology
 
 PLAN = plan_program(programs.load("reachability"))

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netrules import programs
-from netrules.engine.reference import evaluate_program
 from netrules.facts import Fact
 from netrules.plan import plan_program
 from tests.engine.test_differential import check_stream, link_stream
+from tests.meaning import evaluate_program
 
 PLAN = plan_program(programs.load("best_routes"))
 

@@ -10,11 +10,11 @@ import pytest
 
 from netrules import programs
 from netrules.engine.engine import Engine
-from netrules.engine.reference import evaluate_program
 from netrules.engine.strategies import parse_spec
 from netrules.errors import EngineError
 from netrules.facts import Fact
 from netrules.plan import plan_program
+from tests.meaning import evaluate_program
 
 
 def test_parse_spec() -> None:

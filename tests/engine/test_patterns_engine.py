@@ -16,12 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netrules import programs
-from netrules.engine.reference import evaluate_program
 from netrules.facts import Fact
 from netrules.lang import ast, parse_program
 from netrules.plan import plan_program
 from tests.engine.test_differential import check_stream, signed_stream, update_stream
 from tests.lang.test_patterns import DECL, path_exprs
+from tests.meaning import evaluate_program
 
 Pair = tuple[object, object]
 

@@ -10,10 +10,10 @@ import random
 import pytest
 
 from netrules import programs
-from netrules.engine.reference import evaluate_program
 from netrules.facts import Fact
 from netrules.lang import parse_program
 from netrules.plan import plan_program
+from tests.meaning import evaluate_program
 
 
 def rows(state, rel: str) -> set[tuple]:

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from netrules.eventlog import EventLog
@@ -32,34 +33,53 @@ def command(store: Path, events: Path, *extra: str) -> list[str]:
             str(events), "--store", str(store), "-q", *extra]
 
 
-def last_batch(store: Path) -> int:
-    """The store's last committed batch, read with plain sqlite (-1 before the first)."""
+def _progress(store: Path) -> tuple[int, int]:
+    """(last committed batch, events applied) read with plain sqlite; (-1, 0) before the
+    first batch."""
     if not store.exists():
-        return -1
+        return -1, 0
     try:
         con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5)
         try:
-            row = con.execute("SELECT MAX(batch_id) FROM batches").fetchone()
+            row = con.execute("SELECT MAX(batch_id), SUM(n_events) FROM batches").fetchone()
         finally:
             con.close()
     except sqlite3.Error:
-        return -1
-    return -1 if row is None or row[0] is None else int(row[0])
+        return -1, 0
+    if row is None or row[0] is None:
+        return -1, 0
+    return int(row[0]), int(row[1] or 0)
+
+
+def last_batch(store: Path) -> int:
+    """The store's last committed batch, read with plain sqlite (-1 before the first)."""
+    return _progress(store)[0]
+
+
+@dataclass
+class Kills:
+    """What ``kill_runs`` did: kills sent, and how many landed mid-run (the killed run had
+    committed a batch of its own and the log was not all applied), as opposed to in start-up
+    or recovery: a test asserting only the first would pass with every kill landing idle."""
+
+    done: int = 0
+    mid_run: int = 0
 
 
 def kill_runs(cmd: list[str], store: Path, kills: int, rng, *, max_ahead: int,
-              timeout: float, log: Path) -> int:
+              timeout: float, log: Path, total_events: int) -> Kills:
     """Start ``cmd`` again and again, SIGKILLing it ``kills`` times: mostly once the store got
     a random number of batches further, sometimes after a random delay (which can land in
-    start-up or recovery). Returns the number of kills done (fewer if a run finished)."""
-    done = 0
+    start-up or recovery). Stops early if a run finishes."""
+    out = Kills()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    while done < kills:
+    while out.done < kills:
+        begun = last_batch(store)
         with log.open("a") as err:
             p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err)
         start = time.monotonic()
         by_time = rng.random() < 0.3
-        target = last_batch(store) + rng.randint(1, max_ahead)
+        target = begun + rng.randint(1, max_ahead)
         delay = rng.uniform(0.1, 1.0)
         while p.poll() is None and time.monotonic() - start < timeout:
             if (time.monotonic() - start >= delay) if by_time else (last_batch(store) >= target):
@@ -67,11 +87,13 @@ def kill_runs(cmd: list[str], store: Path, kills: int, rng, *, max_ahead: int,
             time.sleep(0.003)
         if p.poll() is not None:
             assert p.returncode == 0, log.read_text()[-3000:]
-            return done
+            return out
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
-        done += 1
-    return done
+        out.done += 1
+        batch, applied = _progress(store)
+        out.mid_run += batch > begun and applied < total_events
+    return out
 
 
 def check_exactly_once(store: Path, event_ids: list[str]) -> None:

@@ -35,8 +35,11 @@ def test_once_runner_survives_ten_sigkills(tmp_path) -> None:
     crashed = tmp_path / "crashed.db"
     log = tmp_path / "stderr.log"
     kills = kill_runs(command(crashed, events, *extra), crashed, 10, random.Random(6),
-                      max_ahead=6, timeout=60, log=log)
-    assert kills == 10, "a run finished before it could be killed ten times"
+                      max_ahead=6, timeout=60, log=log, total_events=len(ids))
+    assert kills.done == 10, "a run finished before it could be killed ten times"
+    # eight of the ten kills wait for batches (the other two fire after a delay): those eight
+    # at least land while the log is being applied
+    assert kills.mid_run >= 8, kills
     subprocess.run(command(crashed, events, *extra), cwd=ROOT, check=True, capture_output=True)
 
     check_exactly_once(crashed, ids)
@@ -45,6 +48,9 @@ def test_once_runner_survives_ten_sigkills(tmp_path) -> None:
     assert got["views"] == want["views"]
     assert got["changes"] == want["changes"]
     assert got["alerts"] == want["alerts"]
+
+
+SEED = 1  # the streaming test's kills: one after a delay, then two waiting for batches
 
 
 @pytest.mark.spark
@@ -57,8 +63,12 @@ def test_streaming_pipeline_survives_three_sigkills(tmp_path) -> None:
     crashed = tmp_path / "crashed.db"
     log = tmp_path / "stderr.log"
     stream = ("--max-files-per-trigger", "2", "--checkpoint", str(tmp_path / "checkpoint"))
-    kill_runs(command(crashed, events, *stream), crashed, 3, random.Random(3), max_ahead=3,
-              timeout=120, log=log)
+    kills = kill_runs(command(crashed, events, *stream), crashed, 3, random.Random(SEED),
+                      max_ahead=3, timeout=120, log=log, total_events=len(ids))
+    assert kills.done == 3, "a run finished before it could be killed three times"
+    # with this seed two kills wait for batches of their run (one fires after a delay, in
+    # Spark's start-up): both land mid-run, so recovery from a half-applied log is exercised
+    assert kills.mid_run >= 2, kills
     subprocess.run(command(crashed, events, *stream), cwd=ROOT, check=True,
                    capture_output=True)
 

@@ -8,7 +8,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -60,9 +59,9 @@ def test_wal_reader_in_another_process_sees_commits(tmp_path: Path) -> None:
         raw = sqlite3.connect(db, isolation_level=None, timeout=1)
         raw.execute("BEGIN IMMEDIATE")
         raw.execute("DELETE FROM views")
-        t0 = time.monotonic()
+        # (a blocked reader would wait out its busy timeout while the write stays open, then
+        # fail: the answer itself shows it was not blocked, no clock needed)
         assert _ask(proc) == {"last": 0, "link": [["a", "b", 1]]}
-        assert time.monotonic() - t0 < 5
         raw.execute("ROLLBACK")
         raw.close()
 

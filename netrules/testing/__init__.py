@@ -1,0 +1,1 @@
+"""Test support shipped with the package: an independent oracle of meaning (``oracle``)."""
