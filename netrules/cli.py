@@ -234,10 +234,11 @@ def _batch_printer(quiet: bool, show: int = 10):
             return
         plus, minus = rec.counts()
         st = rec.stats
+        took = st.get("seconds_total", st.get("seconds", 0))
         click.echo(f"[batch {rec.batch_id}] {st.get('events', len(rec.events))} events: "
                    f"+{sum(plus.values())} -{sum(minus.values())} facts, "
                    f"{len(rec.alerts_raised)} alerts raised, {len(rec.alerts_cleared)} cleared "
-                   f"({st.get('seconds_total', st.get('seconds', 0)):.2f} s; engine {st.get('engine_seconds', 0):.2f} s, "
+                   f"({took:.2f} s; engine {st.get('engine_seconds', 0):.2f} s, "
                    f"{st.get('strategy', '')})")
         for lines in ([_alert_line(rec.batch_id, a) for a in rec.alerts_raised],
                       [_cleared_line(rec.batch_id, k) for k in rec.alerts_cleared]):
