@@ -21,7 +21,6 @@ import numpy as np
 
 from netrules.engine.columnar.joins import Join, Reader, Table, compile_join, head_columns
 from netrules.engine.columnar.values import SMALL
-from netrules.facts import sort_key
 from netrules.lang import ast
 
 if TYPE_CHECKING:
@@ -142,16 +141,7 @@ def _order_rank(prog: ColumnarProgram, vals: np.ndarray, group: np.ndarray) -> n
     contested = many[group]
     rank = np.zeros(len(vals), dtype=np.int64)
     if contested.any():
-        cv = vals[contested]
-        if (cv < SMALL).all():
-            rank[contested] = cv
-        else:
-            uniq, inv = np.unique(cv, return_inverse=True)
-            decoded = prog.values.decode_column(uniq)
-            order = sorted(range(len(uniq)), key=lambda k: sort_key(decoded[k]))
-            rank_of = np.empty(len(uniq), dtype=np.int64)
-            rank_of[order] = np.arange(len(uniq))
-            rank[contested] = rank_of[inv]
+        rank[contested] = prog.values.order_rank(vals[contested])
     return rank
 
 
@@ -236,12 +226,12 @@ def _arg_extreme(ar: AggRule, prog: ColumnarProgram, tab: Table, groups: np.ndar
     tied = np.bincount(inv[at], minlength=len(gs)) > 1
     if tied[inv[at]].any():
         sel = at[tied[inv[at]]]
-        uniq, pinv = np.unique(pay[sel], axis=0, return_inverse=True)
-        decoded = prog.values.decode_rows(uniq)
-        order2 = sorted(range(len(uniq)), key=lambda k: sort_key(tuple(decoded[k])))
-        rank_of = np.empty(len(uniq), dtype=np.int64)
-        rank_of[order2] = np.arange(len(uniq))
-        prank[tied[inv[at]]] = rank_of[pinv.reshape(-1)]
+        # payload tuples compare column by column (sort_key of a tuple)
+        cols = [prog.values.order_rank(pay[sel, k]) for k in range(pay.shape[1])]
+        order2 = np.lexsort(cols[::-1])
+        r = np.empty(len(sel), dtype=np.int64)
+        r[order2] = np.arange(len(sel))
+        prank[tied[inv[at]]] = r
     pick = np.lexsort((prank, inv[at]))
     first = at[pick[np.r_[True, inv[at][pick][1:] != inv[at][pick][:-1]]]]
     heads = np.zeros((len(gs), width), dtype=np.int64)

@@ -168,7 +168,8 @@ class IteratedStage:
     # -- a batch ---------------------------------------------------------------------------
     def _overdelete(self, d_low: Rows, a_low: Rows, old: Reader) -> Rows:
         prog = self.prog
-        over: Rows = {}
+        found: dict[str, list[np.ndarray]] = {}
+        marks: dict[str, np.ndarray] = {}
         pos, neg = dict(d_low), dict(a_low)
         while any(len(v) for v in pos.values()) or any(len(v) for v in neg.values()):
             newly: dict[str, list[np.ndarray]] = {}
@@ -187,13 +188,18 @@ class IteratedStage:
                 rel = prog.rels[name]
                 rows = np.unique(np.concatenate(parts))
                 rows = rows[rel.alive[rows]]
-                have = over.get(name)
-                if have is not None and len(rows):
-                    rows = rows[~np.isin(rows, have)]
+                mark = marks.get(name)
+                if mark is None or len(mark) < rel.n:
+                    grown = np.zeros(rel.n, dtype=bool)
+                    if mark is not None:
+                        grown[: len(mark)] = mark
+                    mark = marks[name] = grown
+                rows = rows[~mark[rows]]
                 if len(rows):
-                    over[name] = rows if have is None else np.concatenate([have, rows])
+                    mark[rows] = True
+                    found.setdefault(name, []).append(rows)
                     pos[name] = rows
-        return over
+        return {k: np.concatenate(v) for k, v in found.items()}
 
     def _leaned(self, ar: AggRule, tab: Table) -> np.ndarray:
         """Rows of the groups these bindings belong to whose value may move if the

@@ -153,6 +153,45 @@ class Values:
             idx, cur = idx[~hit], self.tail[k[~hit]]
         return out
 
+    def order_rank(self, ids: np.ndarray) -> np.ndarray:
+        """A rank per id that orders the values as ``facts.sort_key`` does (numbers, then
+        strings, then lists element by element, a prefix first). Plain values are compared
+        once per distinct value; lists as a matrix of their elements' ranks, so two million
+        routes are ordered by ``lexsort``, not by tuples."""
+        if not len(ids) or (ids < SMALL).all():
+            return ids.copy()
+        uniq, inv = np.unique(ids, return_inverse=True)
+        lists = self.is_list(uniq)
+        rank = np.empty(len(uniq), dtype=np.int64)
+        plain = np.flatnonzero(~lists)
+        if len(plain):
+            from netrules.facts import sort_key
+
+            vals = self.decode_column(uniq[plain])
+            order = sorted(range(len(plain)), key=lambda k: sort_key(vals[k]))
+            rank[plain[order]] = np.arange(len(plain))
+        cells = np.flatnonzero(lists)
+        if len(cells):
+            cols = []
+            cur = uniq[cells].copy()
+            while True:
+                live = cur != self.nil
+                if not live.any():
+                    break
+                col = np.full(len(cur), -1, dtype=np.int64)
+                k = cur[live] - SMALL
+                col[live] = self.head[k]
+                cols.append(col)
+                cur[live] = self.tail[k]
+            mat = np.stack(cols, axis=1) if cols else np.zeros((len(cells), 0), np.int64)
+            elems = mat >= 0
+            er = np.full(mat.shape, -1, dtype=np.int64)
+            if elems.any():
+                er[elems] = self.order_rank(mat[elems])
+            order = np.lexsort(er.T[::-1]) if er.shape[1] else np.arange(len(cells))
+            rank[cells[order]] = len(plain) + np.arange(len(cells))
+        return rank[inv]
+
     # -- decoding --------------------------------------------------------------------------
     def decode(self, i: int) -> Value:
         if i < SMALL:
