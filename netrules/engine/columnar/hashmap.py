@@ -84,7 +84,7 @@ class Int64Map:
         if not new.any():
             return
         keys, vals = keys[new], vals[new]
-        if (self.size + self._gone + len(keys)) * 2 > len(self._keys):
+        if (self.size + self._gone + len(keys)) * 10 > 7 * len(self._keys):
             self._grow(self.size + len(keys))
         self._place(keys, vals)
         self.size += len(keys)
@@ -120,10 +120,8 @@ class Int64Map:
     def _grow(self, need: int) -> None:
         live = self._keys >= 0
         keys, vals = self._keys[live], self._vals[live]
-        cap = len(self._keys)
-        while cap < need * 2 + 2:
-            cap *= 2
-        if cap < need * 4:
+        cap = 64
+        while cap < need * 2 + 2:  # at most half full after growing, at most 70% before
             cap *= 2
         self._alloc(cap)
         self._place(keys, vals)

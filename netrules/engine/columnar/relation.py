@@ -3,8 +3,7 @@
 Rows never move. A fact keeps its row for the engine's life: deleting it clears ``alive`` and
 inserting it again revives the same row, so supports and indexes that name rows stay valid
 without compaction, and memory is bounded by the distinct facts ever seen. Per-row state is
-plain arrays: ``born`` (the epoch the row last became alive: the semi-naive split between the
-old and the new view), ``rank`` (derivation height inside its stratum, paper 000's acyclic
+plain arrays: ``rank`` (derivation height inside its stratum, paper 000's acyclic
 derivations), ``nsup`` (kept supports still standing), and ``tbatch``/``tbefore`` (the batch
 that last touched the row and whether it was alive before: the old view, without a copy).
 """
@@ -112,7 +111,6 @@ class Relation:
         cap = 16
         self.cols = np.zeros((cap, arity), dtype=np.int64)
         self.alive = np.zeros(cap, dtype=bool)
-        self.born = np.zeros(cap, dtype=np.int64)
         self.rank = np.zeros(cap, dtype=np.int32)
         self.nsup = np.zeros(cap, dtype=np.int32)
         self.tbatch = np.zeros(cap, dtype=np.int32)
@@ -127,7 +125,7 @@ class Relation:
             return
         while cap < need:
             cap *= 2
-        for name in ("cols", "alive", "born", "rank", "nsup", "tbatch", "tbefore"):
+        for name in ("cols", "alive", "rank", "nsup", "tbatch", "tbefore"):
             old = getattr(self, name)
             new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
             new[: self.n] = old[: self.n]
@@ -175,9 +173,8 @@ class Relation:
         return rows
 
     def set_alive(self, rows: np.ndarray, epoch: int) -> None:
-        """Mark distinct dead ``rows`` alive, born at ``epoch``."""
+        """Mark distinct dead ``rows`` alive (``epoch``: when, for callers that log it)."""
         self.alive[rows] = True
-        self.born[rows] = epoch
         self.count += len(rows)
 
     def set_dead(self, rows: np.ndarray) -> None:
@@ -220,6 +217,6 @@ class Relation:
         return ok[qi], rows
 
     def nbytes(self) -> int:
-        per_row = self.cols.itemsize * self.arity + 1 + 8 + 4 + 4
-        return (per_row * self.n + self.map.nbytes()
+        per_row = self.cols.itemsize * self.arity + 1 + 4 + 4 + 4 + 1
+        return (per_row * len(self.alive) + self.map.nbytes()
                 + sum(ix.nbytes() for ix in self._indexes.values()))

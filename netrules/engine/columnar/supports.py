@@ -109,7 +109,7 @@ class Supports:
 
     def nbytes(self) -> int:
         per = 8 + 4 + 8 * self.width + 1
-        return per * self.n + self.by_body.nbytes() + self.by_head.nbytes()
+        return per * len(self.alive) + self.by_body.nbytes() + self.by_head.nbytes()
 
     def compact(self) -> None:
         """Drop dead supports (link flaps leave them behind) once they outnumber the living;

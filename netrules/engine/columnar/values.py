@@ -268,9 +268,32 @@ class Values:
 
     def json_column(self, ids: np.ndarray) -> list[str]:
         """Canonical JSON text of each value (the store's form); a plain value's text is
-        rendered once for the engine's life, a list's from its cells."""
+        rendered once for the engine's life, a list's from its tail's text, once per call
+        for every suffix the column's lists share (routes share their tails)."""
         j = self._json_of
-        return [str(i) if i < SMALL else j(i) for i in ids.tolist()]
+        memo: dict[int, str] = {self.nil: "[]"}
+        head, tail = self.head, self.tail
+
+        def text(i: int) -> str:
+            if i < SMALL:
+                return str(i)
+            k = i - SMALL
+            if head[k] == _ATOM:
+                return j(i)
+            got = memo.get(i)
+            if got is not None:
+                return got
+            chain = []
+            while i not in memo:  # down to a suffix already rendered
+                chain.append(i)
+                i = int(tail[i - SMALL])
+            rest = memo[i]
+            for c in reversed(chain):
+                h = text(int(head[c - SMALL]))
+                rest = memo[c] = "[" + h + ("]" if rest == "[]" else "," + rest[1:])
+            return rest
+
+        return [str(i) if i < SMALL else text(i) for i in ids.tolist()]
 
     def encode_rows(self, rows: Sequence[Sequence[Value]], arity: int) -> np.ndarray:
         out = np.empty((len(rows), arity), dtype=np.int64)
