@@ -235,8 +235,11 @@ class BatchProcessor:
             added, removed, view_has = self._alert_inputs(delta)
             derivs_added, derivs_removed, n_skipped = bulk.derivations(
                 delta, self.plan, self.max_derivations)  # type: ignore[arg-type]
-            derivs_added += self._aggregate_derivations(delta, self.max_derivations
-                                                        - len(derivs_added))
+            witnesses = self._aggregate_derivations(delta, self.max_derivations
+                                                    - len(derivs_added))
+            derivs_added += witnesses
+            derivs_removed = sorted({*derivs_removed, *(f for f, _, _ in witnesses)},
+                                    key=Fact.key)
         else:
             added, removed = (self._kept(d) for d in delta.facts(self.plan))
             derivs_added, derivs_removed, n_skipped = self._derivations(added, removed)
@@ -312,13 +315,16 @@ class BatchProcessor:
 
     def _aggregate_derivations(self, delta: Delta, limit: int
                                ) -> list[tuple[Fact, str, list[Fact]]]:
-        """Witnesses of added aggregate facts (they keep no supports), ``limit`` at most."""
+        """Witnesses of the aggregate facts whose groups the batch recomputed (they keep no
+        supports), ``limit`` at most."""
         out: list[tuple[Fact, str, list[Fact]]] = []
+        prog = delta.prog  # type: ignore[attr-defined]
         for rel in sorted(self._agg_rules):
-            if rel not in self.plan.visible or rel not in delta.added:
+            if rel not in self.plan.visible:
                 continue
             loc = self.plan.locspec.get(rel, 0)
-            for args in sorted(delta.added[rel], key=lambda a: Fact(rel, a).key()):
+            # every group recomputed: a kept value may now rest on another binding
+            for args in sorted(prog.regrouped_facts(rel), key=lambda a: Fact(rel, a).key()):
                 if len(out) >= limit:
                     return out
                 f = Fact(rel, args, loc)

@@ -199,29 +199,24 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int
 
 def _bodies(prog: ColumnarProgram, sids: np.ndarray, aux: set[int]) -> list[np.ndarray]:
     """Each support's body gids, an auxiliary (localization) fact replaced by its own kept
-    support's body (the store shows the facts a user wrote)."""
-    out = []
-    memo: dict[int, np.ndarray] = {}
-    for s in sids.tolist():
-        body = prog.supports.body[s]
-        body = body[body >= 0]
-        for _ in range(8):
-            code = body >> np.int64(34)
-            is_aux = np.isin(code, list(aux)) if aux else np.zeros(len(body), bool)
-            if not is_aux.any():
-                break
-            parts = []
-            for g, a in zip(body.tolist(), is_aux.tolist(), strict=True):
-                if not a:
-                    parts.append(np.array([g], dtype=np.int64))
-                    continue
-                if g not in memo:
-                    inner = int(prog.supports.first_of(np.array([g], dtype=np.int64))[0])
-                    b = prog.supports.body[inner] if inner >= 0 else np.array([g])
-                    memo[g] = b[b >= 0]
-                parts.append(memo[g])
-            body = np.concatenate(parts)
-        out.append(body)
+    support's body (the store shows the facts a user wrote); the auxiliary facts' supports
+    are looked up once, together."""
+    body = prog.supports.body[sids]
+    out = [row[row >= 0] for row in body]
+    for _ in range(8):  # auxiliary relations may feed each other; they never recurse
+        flat = np.concatenate(out) if out else np.empty(0, np.int64)
+        is_aux = np.isin(flat >> np.int64(34), list(aux)) if aux else np.zeros(0, bool)
+        if not is_aux.any():
+            break
+        ag = np.unique(flat[is_aux])
+        inner = prog.supports.first_of(ag)
+        sub = {}
+        for g, s in zip(ag.tolist(), inner.tolist(), strict=True):
+            b = prog.supports.body[s] if s >= 0 else np.array([g], dtype=np.int64)
+            sub[g] = b[b >= 0].tolist() if s >= 0 else [g]
+        aux_set = set(ag.tolist())
+        out = [np.array([x for g in row.tolist() for x in (sub[g] if g in aux_set else (g,))],
+                        dtype=np.int64) for row in out]
     return out
 
 

@@ -293,7 +293,12 @@ class Values:
                 rest = memo[c] = "[" + h + ("]" if rest == "[]" else "," + rest[1:])
             return rest
 
-        return [str(i) if i < SMALL else text(i) for i in ids.tolist()]
+        if len(ids) < 64:
+            return [str(i) if i < SMALL else text(i) for i in ids.tolist()]
+        uniq, inv = np.unique(ids, return_inverse=True)  # each distinct value rendered once
+        texts = np.empty(len(uniq), dtype=object)
+        texts[:] = [str(i) if i < SMALL else text(i) for i in uniq.tolist()]
+        return texts[inv.reshape(-1)].tolist()
 
     def encode_rows(self, rows: Sequence[Sequence[Value]], arity: int) -> np.ndarray:
         out = np.empty((len(rows), arity), dtype=np.int64)
