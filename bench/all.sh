@@ -3,6 +3,13 @@
 # 2 cores; run on an otherwise idle machine). Each script rewrites only its own section.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the columnar engine against per-fact psn, DuckDB, networkx and scipy (about 5 minutes)
+python bench/columnar.py --topology topohub:backbone/americas --program reachability \
+  --events 50 --events-psn 3 --out bench/out/columnar_reach_americas.json --doc
+python bench/columnar.py --topology topohub:backbone/americas --program best_routes \
+  --events 10 --events-psn 0 --out bench/out/columnar_best_americas.json --doc
+python bench/columnar.py --topology topohub:topozoo/TataNld --program best_routes \
+  --events 10 --events-psn 3 --out bench/out/columnar_best_tatanld.json --doc
 python bench/engine.py --topology topohub:backbone/americas --events 20 --dred-events 1 \
   --out bench/out/americas.json --doc
 # world (3,815 nodes, 14.6 M facts): about 35 minutes and 14 GB on the driver
