@@ -89,6 +89,16 @@ class Int64Map:
         self._place(keys, vals)
         self.size += len(keys)
 
+    def put_new(self, keys: np.ndarray, vals: np.ndarray) -> None:
+        """Insert keys known to be absent and distinct (a caller that just looked them up
+        need not pay the lookup twice)."""
+        if not len(keys):
+            return
+        if (self.size + self._gone + len(keys)) * 10 > 7 * len(self._keys):
+            self._grow(self.size + len(keys))
+        self._place(keys, vals)
+        self.size += len(keys)
+
     def _place(self, keys: np.ndarray, vals: np.ndarray) -> None:
         slot = self._home(keys)
         while len(keys):

@@ -43,7 +43,7 @@ class Pairs:
                 new, inv = np.unique(k[miss], return_inverse=True)
                 start = len(self._map)
                 fresh = np.arange(start, start + len(new), dtype=np.int64)
-                self._map.put(new, fresh)
+                self._map.put_new(new, fresh)
                 got[miss] = fresh[inv]
         return got
 

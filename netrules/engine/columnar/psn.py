@@ -231,6 +231,9 @@ class ColumnarProgram:
             if rules:
                 self._maintain(srels, rules, ch)
         self.supports.compact()
+        self.supports.settle()
+        for rel in self.rels.values():
+            rel.settle()
         out = {}
         for name, rel in self.rels.items():
             add, rem = ch.net(rel)

@@ -36,23 +36,36 @@ def expand(skeys: np.ndarray, srows: np.ndarray, q: np.ndarray) -> tuple[np.ndar
 
 class Buckets:
     """A multimap from int64 keys to int64 values, as a log-structured set of key-sorted
-    runs: an append becomes a run, and runs of similar size merge (a binary counter), so an
-    entry is re-sorted O(log n) times over its life and a probe searches O(log n) runs. Both
-    cost in proportion to the change, whatever the size of the map."""
+    runs. Appends are only recorded; the first probe after them sorts what was recorded as
+    one run, and runs of similar size merge (a binary counter), so an entry is re-sorted
+    O(log n) times over its life and a probe searches O(log n) runs. A load that appends
+    round after round and never probes pays one sort."""
 
     def __init__(self, keys: np.ndarray | None = None, vals: np.ndarray | None = None) -> None:
         self.runs: list[tuple[np.ndarray, np.ndarray]] = []
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
         self.n = 0
         if keys is not None and len(keys):
             self.append(keys, vals)  # type: ignore[arg-type]
 
     def append(self, keys: np.ndarray, vals: np.ndarray) -> None:
-        if not len(keys):
+        if len(keys):
+            self.pending.append((keys, vals))
+            self.n += len(keys)
+
+    def settle(self) -> None:
+        """Sort what was appended since the last probe into the runs."""
+        if not self.pending:
             return
+        if len(self.pending) == 1:
+            keys, vals = self.pending[0]
+        else:
+            keys = np.concatenate([k for k, _ in self.pending])
+            vals = np.concatenate([v for _, v in self.pending])
+        self.pending = []
         order = np.argsort(keys, kind="stable")
-        self.runs.append((keys[order], vals[order]))
-        self.n += len(keys)
         runs = self.runs
+        runs.append((keys[order], vals[order]))
         while len(runs) > 1 and len(runs[-2][0]) <= MERGE * len(runs[-1][0]):
             (k2, v2), (k1, v1) = runs.pop(), runs.pop()
             keys, vals = np.concatenate([k1, k2]), np.concatenate([v1, v2])
@@ -60,6 +73,7 @@ class Buckets:
             runs.append((keys[order], vals[order]))
 
     def probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self.settle()
         if len(q) > 512:
             # sorted probes walk each run in order (cache-friendly binary searches)
             order = np.argsort(q)
@@ -68,6 +82,8 @@ class Buckets:
         return self._probe(q)
 
     def _probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self.runs:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
         if len(self.runs) == 1:
             return expand(*self.runs[0], q)
         parts = [expand(k, v, q) for k, v in self.runs]
@@ -166,7 +182,7 @@ class Relation:
             self._reserve(start + len(uk))
             self.cols[start:start + len(uk)] = cols[np.flatnonzero(miss)[first]]
             self.n = start + len(uk)
-            self.map.put(uk, new)
+            self.map.put_new(uk, new)
             rows[miss] = new[inv]
             for ix in self._indexes.values():
                 ix.append(new)
@@ -181,6 +197,12 @@ class Relation:
         """Mark distinct alive ``rows`` dead."""
         self.alive[rows] = False
         self.count -= len(rows)
+
+    def settle(self) -> None:
+        """Sort a large batch's appended index entries now (see ``Supports.settle``)."""
+        for ix in self._indexes.values():
+            if sum(len(k) for k, _ in ix.buckets.pending) > 65_536:
+                ix.buckets.settle()
 
     def was_alive(self, rows: np.ndarray, batch: int) -> np.ndarray:
         """Alive before batch ``batch`` began."""

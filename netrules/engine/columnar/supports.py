@@ -111,6 +111,12 @@ class Supports:
         per = 8 + 4 + 8 * self.width + 1
         return per * len(self.alive) + self.by_body.nbytes() + self.by_head.nbytes()
 
+    def settle(self) -> None:
+        """Sort a large batch's appended index entries now (the batch pays, not the next)."""
+        for b in (self.by_body, self.by_head):
+            if sum(len(k) for k, _ in b.pending) > 65_536:
+                b.settle()
+
     def compact(self) -> None:
         """Drop dead supports (link flaps leave them behind) once they outnumber the living;
         support ids are transient, so renumbering is free."""

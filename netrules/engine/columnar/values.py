@@ -90,7 +90,7 @@ class Values:
         if miss.any():
             uk, first, inv = np.unique(keys[miss], return_index=True, return_inverse=True)
             fresh = self._new_cells(h[miss][first], t[miss][first])
-            self._cells.put(uk, fresh)
+            self._cells.put_new(uk, fresh)
             got[miss] = fresh[inv]
         return got
 
