@@ -131,7 +131,7 @@ class Int64Map:
         live = self._keys >= 0
         keys, vals = self._keys[live], self._vals[live]
         cap = 64
-        while cap < need * 2 + 2:  # at most half full after growing, at most 70% before
+        while cap * 7 < need * 10 + 10:  # at most 70% full, so 35-70% after growing
             cap *= 2
         self._alloc(cap)
         self._place(keys, vals)

@@ -232,8 +232,10 @@ class ColumnarProgram:
                 self._maintain(srels, rules, ch)
         self.supports.compact()
         self.supports.settle()
+        self.supports.trim()
         for rel in self.rels.values():
             rel.settle()
+            rel.trim()
         out = {}
         for name, rel in self.rels.items():
             add, rem = ch.net(rel)

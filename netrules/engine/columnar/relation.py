@@ -198,6 +198,16 @@ class Relation:
         self.alive[rows] = False
         self.count -= len(rows)
 
+    def trim(self) -> None:
+        """Give back the growth slack of the row arrays after a large batch (doubling left up
+        to half of them empty); the next growth doubles again."""
+        cap = len(self.alive)
+        if self.n < 65_536 or cap * 4 < self.n * 5:
+            return
+        keep = max(16, self.n + self.n // 8)
+        for name in ("cols", "alive", "rank", "nsup", "tbatch", "tbefore"):
+            setattr(self, name, getattr(self, name)[:keep].copy())
+
     def settle(self) -> None:
         """Sort a large batch's appended index entries now (see ``Supports.settle``)."""
         for ix in self._indexes.values():

@@ -111,6 +111,15 @@ class Supports:
         per = 8 + 4 + 8 * self.width + 1
         return per * len(self.alive) + self.by_body.nbytes() + self.by_head.nbytes()
 
+    def trim(self) -> None:
+        """Give back the growth slack after a large batch (see ``Relation.trim``)."""
+        cap = len(self.alive)
+        if self.n < 65_536 or cap * 4 < self.n * 5:
+            return
+        keep = self.n + self.n // 8
+        for name in ("head", "rule", "body", "alive"):
+            setattr(self, name, getattr(self, name)[:keep].copy())
+
     def settle(self) -> None:
         """Sort a large batch's appended index entries now (the batch pays, not the next)."""
         for b in (self.by_body, self.by_head):
