@@ -157,7 +157,7 @@ class ColumnarProgram:
                 compiled, aggs = [], []
             self.rules.append(compiled)
             self.aggs.append(aggs)
-        self.supports = Supports(width)
+        self.supports = Supports(width, k)
         self.epoch = 1
         self.batch = 0
         self._in_delta: dict[str, np.ndarray] = {}
@@ -295,8 +295,8 @@ class ColumnarProgram:
             ok = hrows >= 0
             hg = gid(self.codes[hrel.name], hrows[ok])
             body = body[ok]
-            qi, sids = self.supports.by_head.probe(hg)
-            live = self.supports.alive[sids] & (self.supports.rule[sids] == r.id)
+            qi, sids = self.supports.of_heads(hg)
+            live = self.supports.rule[sids] == r.id
             qi, sids = qi[live], sids[live]
             same = np.all(self.supports.body[sids] == body[qi], axis=1)
             found.append(sids[same])

@@ -2,7 +2,9 @@
 
 A fact is named by a *gid*, ``relation code << 34 | row``. A support is a row of ``head``,
 ``rule`` and ``body`` gids (padded with -1 to the widest rule); two multimaps find the supports
-a body fact takes part in (the kill phase's frontier step) and a head's supports (``why``).
+a body fact takes part in (the kill phase's frontier step); a head's supports are found from
+``first`` (per relation, per row: the first of the block of supports the fact was given when
+it last became alive; a fact's kept supports are always made together, so they are adjacent).
 At most K supports are kept per fact, each well-founded (its same-stratum body facts have a
 lower rank than its head), so following supports always ends at base facts: paper 000's
 acyclic derivations without its exponential derivation sets.
@@ -29,8 +31,10 @@ def split_gid(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Supports:
-    def __init__(self, width: int) -> None:
+    def __init__(self, width: int, k: int = 2) -> None:
         self.width = max(width, 1)
+        self.k = k
+        self.first: dict[int, np.ndarray] = {}
         self.n = 0
         cap = 1024
         self.head = np.zeros(cap, np.int64)
@@ -39,7 +43,6 @@ class Supports:
         self.alive = np.zeros(cap, bool)
         self.count = 0
         self.by_body = Buckets()
-        self.by_head = Buckets()
         self.touched: list[np.ndarray] = []  # head gids whose supports changed this batch
 
     def _reserve(self, need: int) -> None:
@@ -55,7 +58,18 @@ class Supports:
             new[: self.n] = old[: self.n]
             setattr(self, name, new)
 
+    def _first_of_code(self, code: int, need: int) -> np.ndarray:
+        arr = self.first.get(code)
+        if arr is None or len(arr) < need:
+            grown = np.full(max(need, 2 * (0 if arr is None else len(arr)), 16), -1, np.int64)
+            if arr is not None:
+                grown[: len(arr)] = arr
+            arr = self.first[code] = grown
+        return arr
+
     def add(self, head: np.ndarray, rule: np.ndarray, body: np.ndarray) -> np.ndarray:
+        """Append supports; each head's supports must come together, adjacent, and be all
+        the supports it is given (a fact gets its kept supports when it becomes alive)."""
         m = len(head)
         if m == 0:
             return np.empty(0, np.int64)
@@ -72,9 +86,35 @@ class Supports:
         flat = body.reshape(-1)
         used = flat >= 0
         self.by_body.append(flat[used], sid[used])
-        self.by_head.append(head, ids)
+        starts = np.flatnonzero(np.r_[True, head[1:] != head[:-1]])
+        code, rows = split_gid(head[starts])
+        for c in np.unique(code).tolist():
+            sel = code == c
+            arr = self._first_of_code(c, int(rows[sel].max()) + 1)
+            arr[rows[sel]] = ids[starts[sel]]
         self.touched.append(head)
         return ids
+
+    def of_heads(self, heads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(head index, support id) of every alive kept support of the given head gids."""
+        code, rows = split_gid(heads)
+        s0 = np.full(len(heads), -1, np.int64)
+        for c in np.unique(code).tolist():
+            arr = self.first.get(c)
+            if arr is None:
+                continue
+            sel = (code == c) & (rows < len(arr))
+            s0[sel] = arr[rows[sel]]
+        qis, sids = [], []
+        for j in range(self.k):
+            cand = s0 + j
+            ok = (s0 >= 0) & (cand < self.n)
+            qi = np.flatnonzero(ok)
+            c = cand[qi]
+            good = self.alive[c] & (self.head[c] == heads[qi])
+            qis.append(qi[good])
+            sids.append(c[good])
+        return np.concatenate(qis), np.concatenate(sids)
 
     def using(self, gids: np.ndarray) -> np.ndarray:
         """Ids of the alive supports whose body holds one of ``gids`` (may repeat)."""
@@ -84,8 +124,7 @@ class Supports:
         return sids[self.alive[sids]]
 
     def of(self, head_gid: int) -> np.ndarray:
-        _, sids = self.by_head.probe(np.array([head_gid], dtype=np.int64))
-        return sids[self.alive[sids]]
+        return self.of_heads(np.array([head_gid], dtype=np.int64))[1]
 
     def kill(self, sids: np.ndarray) -> None:
         self.alive[sids] = False
@@ -97,9 +136,7 @@ class Supports:
         out = np.full(len(heads), -1, dtype=np.int64)
         if not len(heads):
             return out
-        qi, sids = self.by_head.probe(heads)
-        live = self.alive[sids]
-        qi, sids = qi[live], sids[live]
+        qi, sids = self.of_heads(heads)
         if len(sids):
             order = np.lexsort((sids, qi))
             qi, sids = qi[order], sids[order]
@@ -109,7 +146,8 @@ class Supports:
 
     def nbytes(self) -> int:
         per = 8 + 4 + 8 * self.width + 1
-        return per * len(self.alive) + self.by_body.nbytes() + self.by_head.nbytes()
+        return (per * len(self.alive) + self.by_body.nbytes()
+                + sum(a.nbytes for a in self.first.values()))
 
     def trim(self) -> None:
         """Give back the growth slack after a large batch (see ``Relation.trim``)."""
@@ -122,9 +160,9 @@ class Supports:
 
     def settle(self) -> None:
         """Sort a large batch's appended index entries now (the batch pays, not the next)."""
-        for b in (self.by_body, self.by_head):
-            if sum(len(k) for k, _ in b.pending) > 65_536:
-                b.settle()
+        b = self.by_body
+        if sum(len(k) for k, _ in b.pending) > 65_536:
+            b.settle()
 
     def compact(self) -> None:
         """Drop dead supports (link flaps leave them behind) once they outnumber the living;
@@ -132,8 +170,35 @@ class Supports:
         if self.n < 4096 or self.n < 2 * self.count:
             return
         keep = np.flatnonzero(self.alive[: self.n])
+        newid = np.full(self.n, -1, np.int64)
+        newid[keep] = np.arange(len(keep))
+        # each fact's block start moves to its first surviving support
+        first = {}
+        for c, arr in self.first.items():
+            rows = np.flatnonzero(arr >= 0)
+            s0 = arr[rows]
+            heads = gid(c, rows)
+            best = np.full(len(rows), -1, np.int64)
+            for j in range(self.k - 1, -1, -1):
+                cand = s0 + j
+                ok = cand < self.n
+                good = np.zeros(len(rows), bool)
+                good[ok] = self.alive[cand[ok]] & (self.head[cand[ok]] == heads[ok])
+                best[good] = newid[cand[good]]
+            out = np.full(len(arr), -1, np.int64)
+            out[rows] = best
+            first[c] = out
         head, rule, body = self.head[keep], self.rule[keep], self.body[keep]
-        touched = self.touched
-        self.__init__(self.width)  # type: ignore[misc]
-        self.add(head, rule, body)
+        touched, k = self.touched, self.k
+        self.__init__(self.width, k)  # type: ignore[misc]
+        self._reserve(len(keep))
+        ids = np.arange(len(keep), dtype=np.int64)
+        self.head[ids], self.rule[ids], self.body[ids] = head, rule, body
+        self.alive[ids] = True
+        self.n = self.count = len(keep)
+        sid = np.repeat(ids, body.shape[1])
+        flat = body.reshape(-1)
+        used = flat >= 0
+        self.by_body.append(flat[used], sid[used])
+        self.first = first
         self.touched = touched

@@ -199,11 +199,14 @@ def explain(state: State, fact: Fact) -> Derivation | None:
         return psn.explain(state, fact)
     prog: ColumnarProgram = state.extra["program"]
     plan = state.plan
+    aggregated = {r.head.relation for r in plan.rules if r.head.aggregate()}
 
     def build(rel: str, args: tuple, depth: int) -> Derivation:
         f = Fact(rel, args, plan.locspec.get(rel, 0))
         if rel not in plan.derived:
             return Derivation(f)
+        if rel in aggregated:  # no supports: the store's witness comes from the pipeline
+            return Derivation(f, "aggregate")
         sup = prog.support_of(rel, args)
         if sup is None or depth > 10_000:
             return Derivation(f, "?")
