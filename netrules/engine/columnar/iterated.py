@@ -112,7 +112,7 @@ class IteratedStage:
             keep = np.ones(len(rows), dtype=bool)
             for p, t in enumerate(r.rule.head.args):
                 if isinstance(t, ast.Var) and t.name != "_":
-                    col = rel.cols[rows, p]
+                    col = rel.column(rows, p)
                     if t.name in tab.vars:
                         keep &= tab.vars[t.name] == col
                     else:

@@ -234,7 +234,7 @@ def _join_atom(atom: ast.Atom, ai: int, rel: Relation, values: Values, tab: Tabl
     mask: np.ndarray | None = None
     for p, t in enumerate(atom.args):
         if isinstance(t, ast.Var) and t.name != "_" and t.name not in tab.vars:
-            col = rel.cols[rows, p]
+            col = rel.column(rows, p)
             if t.name in seen:
                 eq = out.vars[t.name] == col
                 mask = eq if mask is None else mask & eq

@@ -19,7 +19,7 @@ _SHIFT = np.int64(31)
 
 
 def pack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a << _SHIFT) | b
+    return (a.astype(np.int64, copy=False) << _SHIFT) | b
 
 
 class Pairs:

@@ -390,7 +390,7 @@ class ColumnarProgram:
         keep = np.ones(len(rows), dtype=bool)
         later = []
         for p, t in enumerate(atom.args):
-            col = rel.cols[rows, p]
+            col = rel.column(rows, p)
             if isinstance(t, ast.Var):
                 if t.name == "_":
                     continue
@@ -506,7 +506,7 @@ class ColumnarProgram:
             keep = np.ones(len(rows), dtype=bool)
             for p, t in enumerate(r.rule.head.args):
                 if isinstance(t, ast.Var) and t.name != "_":
-                    col = rel.cols[rows, p]
+                    col = rel.column(rows, p)
                     if t.name in tab.vars:
                         keep &= tab.vars[t.name] == col
                     else:

@@ -125,7 +125,8 @@ class Relation:
         self.name, self.arity, self.pairs = name, arity, pairs
         self.n = 0
         cap = 16
-        self.cols = np.zeros((cap, arity), dtype=np.int64)
+        # ids are below 2**31: int32 halves the columns; rows are widened where bound
+        self.cols = np.zeros((cap, arity), dtype=np.int32)
         self.alive = np.zeros(cap, dtype=bool)
         self.rank = np.zeros(cap, dtype=np.int32)
         self.nsup = np.zeros(cap, dtype=np.int32)
@@ -213,6 +214,11 @@ class Relation:
         for ix in self._indexes.values():
             if sum(len(k) for k, _ in ix.buckets.pending) > 65_536:
                 ix.buckets.settle()
+
+    def column(self, rows: np.ndarray, p: int) -> np.ndarray:
+        """Position ``p`` of the given rows as int64 ids (arithmetic on bindings must not
+        wrap)."""
+        return self.cols[rows, p].astype(np.int64)
 
     def was_alive(self, rows: np.ndarray, batch: int) -> np.ndarray:
         """Alive before batch ``batch`` began."""

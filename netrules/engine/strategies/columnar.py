@@ -55,7 +55,7 @@ class ColumnDelta(Delta):
     def ids(self, relation: str, which: int) -> np.ndarray:
         """The id rows added (``which`` 0) or removed (1) in ``relation``."""
         rows = self.columns[relation][which]
-        return self.prog.rels[relation].cols[rows]
+        return self.prog.rels[relation].cols[rows].astype(np.int64)
 
     @property  # type: ignore[override]
     def added(self) -> Mapping[str, set[tuple]]:
