@@ -77,7 +77,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", help="write the results as JSON here")
     ap.add_argument("--doc", action="store_true", help="rewrite this run's docs section")
+    ap.add_argument("--sizing", help="comma-separated node counts: reachability on "
+                    "preferential-attachment graphs of each size, extrapolated to 75,000")
+    ap.add_argument("--sizing-one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.sizing_one:
+        print(json.dumps(sizing_one(args.sizing_one)))
+        return 0
+    if args.sizing:
+        sizing([int(x) for x in args.sizing.split(",")], args.doc)
+        return 0
 
     import networkx as nx
     import scipy.sparse as sp
@@ -184,6 +193,71 @@ def main(argv: list[str] | None = None) -> int:
         replace_section(name, f"## Columnar engine: {args.program} on `{args.topology}`\n\n"
                         + text)
     return 0
+
+
+
+def sizing_one(n: int, events_n: int = 20) -> dict:
+    """One preferential-attachment graph of ``n`` nodes: reachability materialised and
+    maintained by the columnar engine, in this (fresh) process."""
+    from netrules import programs
+    from netrules.engine.engine import Engine
+    from netrules.plan import plan_program
+    from topologies import link_facts
+    from topologies.generate import barabasi_albert
+
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    links = link_facts(barabasi_albert(n, 2))
+    pairs: dict[frozenset, list] = {}
+    for f in links:
+        pairs.setdefault(frozenset(f.args[:2]), []).append(f)
+    eng = Engine(plan_program(programs.load("reachability")), "columnar")
+    _, w, _ = timed(lambda: eng.apply([("+", f) for f in links]))
+    prog = eng.state.extra["program"]
+    out = {"nodes": n, "links": len(pairs), "facts": prog.fact_count(), "materialise_s": w,
+           "bytes_per_fact": sum(prog.nbytes().values()) / prog.fact_count()}
+    out.update(events(eng, list(pairs.values()), events_n, 1))
+    out["rss_growth_mib"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
+    return out
+
+
+def sizing(sizes: list[int], doc: bool) -> None:
+    import subprocess
+
+    import numpy as np
+
+    rows = []
+    for n in sizes:
+        out = subprocess.run([sys.executable, __file__, "--sizing-one", str(n)],
+                             capture_output=True, text=True, check=True).stdout
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+        print(rows[-1], flush=True)
+    lines = ["`python bench/columnar.py --sizing " + ",".join(map(str, sizes)) + "`: "
+             "reachability on `barabasi_albert(n, 2)` graphs, the columnar engine, each size "
+             "in a fresh process. The last row is a power-law **extrapolation** (least squares "
+             "on log-log), not a measurement.", "",
+             "| nodes | links | facts | materialise | peak RSS growth | bytes / fact | "
+             "single link event p50 / p99 |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['nodes']:,} | {r['links']:,} | {r['facts']:,} | "
+                     f"{r['materialise_s']:.2f} s | {r['rss_growth_mib']:,.0f} MiB | "
+                     f"{r['bytes_per_fact']:.0f} | {r['p50_ms']:.1f} ms / {r['p99_ms']:.1f} ms |")
+    x = np.log([r["nodes"] for r in rows])
+    fit = {}
+    for key in ("materialise_s", "rss_growth_mib", "facts", "p50_ms"):
+        b, a = np.polyfit(x, np.log([max(r[key], 1e-9) for r in rows]), 1)
+        fit[key] = (b, float(np.exp(a + b * np.log(75_000))))
+    lines.append(f"| **75,000 (extrapolated)** | | {fit['facts'][1]:.1e} | "
+                 f"{fit['materialise_s'][1] / 3600:.1f} h | "
+                 f"{fit['rss_growth_mib'][1] / 2**20:.2f} TiB | | "
+                 f"{fit['p50_ms'][1] / 1e3:.1f} s |")
+    lines += ["", "Fitted exponents (time or size ∝ nodes^b): "
+              + ", ".join(f"{k} b = {v[0]:.2f}" for k, v in fit.items()) + "."]
+    text = "\n".join(lines)
+    print(text)
+    if doc:
+        from doc import replace_section
+
+        replace_section("columnar-sizing", "## Sizing the columnar engine\n\n" + text)
 
 
 if __name__ == "__main__":
