@@ -28,9 +28,8 @@ from netrules.engine.columnar.aggregate import (
     tables_from,
     touched_groups,
 )
-from netrules.engine.columnar.joins import Reader, Table, head_columns
+from netrules.engine.columnar.joins import Reader, Table, bind_head, head_columns
 from netrules.errors import EvalError
-from netrules.lang import ast
 
 if TYPE_CHECKING:
     from netrules.engine.columnar.psn import ColumnarProgram, _Changes, _Rule
@@ -108,18 +107,7 @@ class IteratedStage:
         for r in self.plain:
             if r.rule.head.relation != name or not len(rows):
                 continue
-            tab = Table(len(rows))
-            keep = np.ones(len(rows), dtype=bool)
-            for p, t in enumerate(r.rule.head.args):
-                if isinstance(t, ast.Var) and t.name != "_":
-                    col = rel.column(rows, p)
-                    if t.name in tab.vars:
-                        keep &= tab.vars[t.name] == col
-                    else:
-                        tab.vars[t.name] = col
-            tab.vars["#k"] = np.arange(len(rows), dtype=np.int64)
-            if not keep.all():
-                tab = tab.take(np.flatnonzero(keep))
+            tab = bind_head(r.rule, rel, rows)
             tab = r.from_head.run(prog.rels, prog.values, tab, lambda j: read, read)
             if tab.n:
                 heads = head_columns(r.rule, prog.values, tab)

@@ -25,7 +25,7 @@ from netrules.errors import EvalError
 from netrules.lang import ast
 from netrules.lang.builtins import BuiltinError, compare, evaluate
 
-__all__ = ["Table", "Join", "Reader", "compile_join", "head_columns"]
+__all__ = ["Table", "Join", "Reader", "bind_head", "compile_join", "head_columns"]
 
 #: Builtins with a vectorised path over cons cells (``values.py``).
 _LIST_OPS = ("f_concat", "f_member")
@@ -45,6 +45,23 @@ class Table:
     def take(self, idx: np.ndarray) -> Table:
         return Table(len(idx), {k: v[idx] for k, v in self.vars.items()},
                      {k: v[idx] for k, v in self.atoms.items()})
+
+
+def bind_head(rule: ast.Rule, rel: Relation, rows: np.ndarray) -> Table:
+    """A table binding the head's variables from the given rows of the head relation
+    (repeated variables filtered), with ``#k``: each binding's index into ``rows``. Solving
+    the body from it asks whether, and how, those facts are derived."""
+    tab = Table(len(rows))
+    keep = np.ones(len(rows), dtype=bool)
+    for p, t in enumerate(rule.head.args):
+        if isinstance(t, ast.Var) and t.name != "_":
+            col = rel.column(rows, p)
+            if t.name in tab.vars:
+                keep &= tab.vars[t.name] == col
+            else:
+                tab.vars[t.name] = col
+    tab.vars["#k"] = np.arange(len(rows), dtype=np.int64)
+    return tab if keep.all() else tab.take(np.flatnonzero(keep))
 
 
 def _where(rule: ast.Rule) -> str:

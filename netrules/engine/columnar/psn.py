@@ -30,6 +30,7 @@ from netrules.engine.columnar.joins import (
     Reader,
     Table,
     _Eval,
+    bind_head,
     compile_join,
     head_columns,
 )
@@ -502,23 +503,12 @@ class ColumnarProgram:
             if rows is None or not len(rows):
                 continue
             rel = self.rels[r.rule.head.relation]
-            tab = Table(len(rows))
-            keep = np.ones(len(rows), dtype=bool)
-            for p, t in enumerate(r.rule.head.args):
-                if isinstance(t, ast.Var) and t.name != "_":
-                    col = rel.column(rows, p)
-                    if t.name in tab.vars:
-                        keep &= tab.vars[t.name] == col
-                    else:
-                        tab.vars[t.name] = col
-            tab.vars["#row"] = rows
-            if not keep.all():
-                tab = tab.take(np.flatnonzero(keep))
+            tab = bind_head(r.rule, rel, rows)
             tab = r.from_head.run(self.rels, self.values, tab, lambda j: new, new)
             if not tab.n:
                 continue
             heads, body, rank = self._candidates(r, tab, srels)
-            same = np.all(heads == rel.cols[tab.vars["#row"]], axis=1)
+            same = np.all(heads == rel.cols[rows[tab.vars["#k"]]], axis=1)
             if same.any():
                 cands.append((r, heads[same], body[same], rank[same]))
         revived = self._admit(cands, ch, suspects)

@@ -15,10 +15,25 @@ import numpy as np
 from netrules.engine.columnar.hashmap import Int64Map
 from netrules.engine.columnar.keys import Pairs
 
-__all__ = ["Buckets", "Relation", "expand"]
+__all__ = ["Buckets", "Relation", "expand", "grow"]
 
 #: Runs of a multimap merge while the older is at most MERGE times the newer.
 MERGE = 4
+
+
+def grow(obj: object, names: tuple[str, ...], used: int, need: int,
+         fill: dict[str, int] | None = None) -> None:
+    """Double ``obj``'s parallel arrays (the first ``used`` rows kept) until ``need`` fit."""
+    cap = len(getattr(obj, names[0]))
+    if need <= cap:
+        return
+    while cap < need:
+        cap *= 2
+    for name in names:
+        old = getattr(obj, name)
+        new = np.full((cap, *old.shape[1:]), (fill or {}).get(name, 0), dtype=old.dtype)
+        new[:used] = old[:used]
+        setattr(obj, name, new)
 
 
 def expand(skeys: np.ndarray, srows: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -136,17 +151,10 @@ class Relation:
         self.count = 0
         self._indexes: dict[tuple[int, ...], _Index] = {}
 
+    _ARRAYS = ("alive", "cols", "rank", "nsup", "tbatch", "tbefore")
+
     def _reserve(self, need: int) -> None:
-        cap = len(self.alive)
-        if need <= cap:
-            return
-        while cap < need:
-            cap *= 2
-        for name in ("cols", "alive", "rank", "nsup", "tbatch", "tbefore"):
-            old = getattr(self, name)
-            new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
-            new[: self.n] = old[: self.n]
-            setattr(self, name, new)
+        grow(self, self._ARRAYS, self.n, need)
 
     def keys(self, cols: np.ndarray, *, intern: bool) -> np.ndarray:
         return self.pairs.key([cols[:, j] for j in range(self.arity)], intern=intern)
@@ -206,7 +214,7 @@ class Relation:
         if self.n < 65_536 or cap * 4 < self.n * 5:
             return
         keep = max(16, self.n + self.n // 8)
-        for name in ("cols", "alive", "rank", "nsup", "tbatch", "tbefore"):
+        for name in self._ARRAYS:
             setattr(self, name, getattr(self, name)[:keep].copy())
 
     def settle(self) -> None:

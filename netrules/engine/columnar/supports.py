@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netrules.engine.columnar.relation import Buckets
+from netrules.engine.columnar.relation import Buckets, grow
 
 __all__ = ["Supports", "gid", "split_gid"]
 
@@ -45,18 +45,10 @@ class Supports:
         self.by_body = Buckets()
         self.touched: list[np.ndarray] = []  # head gids whose supports changed this batch
 
+    _ARRAYS = ("alive", "head", "rule", "body")
+
     def _reserve(self, need: int) -> None:
-        cap = len(self.alive)
-        if need <= cap:
-            return
-        while cap < need:
-            cap *= 2
-        for name in ("head", "rule", "body", "alive"):
-            old = getattr(self, name)
-            fill = -1 if name == "body" else 0
-            new = np.full((cap, *old.shape[1:]), fill, dtype=old.dtype)
-            new[: self.n] = old[: self.n]
-            setattr(self, name, new)
+        grow(self, self._ARRAYS, self.n, need, {"body": -1})
 
     def _first_of_code(self, code: int, need: int) -> np.ndarray:
         arr = self.first.get(code)
@@ -155,7 +147,7 @@ class Supports:
         if self.n < 65_536 or cap * 4 < self.n * 5:
             return
         keep = self.n + self.n // 8
-        for name in ("head", "rule", "body", "alive"):
+        for name in self._ARRAYS:
             setattr(self, name, getattr(self, name)[:keep].copy())
 
     def settle(self) -> None:
