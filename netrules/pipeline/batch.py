@@ -315,22 +315,30 @@ class BatchProcessor:
 
     def _aggregate_derivations(self, delta: Delta, limit: int
                                ) -> list[tuple[Fact, str, list[Fact]]]:
-        """Witnesses of the aggregate facts whose groups the batch recomputed (they keep no
-        supports), ``limit`` at most."""
-        out: list[tuple[Fact, str, list[Fact]]] = []
-        prog = delta.prog  # type: ignore[attr-defined]
+        """Witnesses of aggregate facts (they keep no supports), ``limit`` at most: of the
+        added ones, and of those whose written witness used a fact the batch removed (the
+        ``users`` mirror, kept for aggregate witnesses only on this path)."""
+        gone = {Fact(rel, row, self.plan.locspec.get(rel, 0))
+                for rel in delta.removed if rel in self.keep or rel in self.plan.derived
+                for row in delta.removed[rel]}
+        for f in gone:
+            if f.relation in self._agg_rules:
+                self._drop_support(f)
+        stale = {u for f in gone for u in self.users.get(f, ())} - gone
+        targets: set[Fact] = set(stale)
         for rel in sorted(self._agg_rules):
-            if rel not in self.plan.visible:
-                continue
-            loc = self.plan.locspec.get(rel, 0)
-            # every group recomputed: a kept value may now rest on another binding
-            for args in sorted(prog.regrouped_facts(rel), key=lambda a: Fact(rel, a).key()):
-                if len(out) >= limit:
-                    return out
-                f = Fact(rel, args, loc)
-                label, kids = self._aggregate_witness(f, rel)
-                if kids:
-                    out.append((f, label, [k.fact for k in kids]))
+            if rel in self.plan.visible and rel in delta.added:
+                loc = self.plan.locspec.get(rel, 0)
+                targets.update(Fact(rel, row, loc) for row in delta.added[rel])
+        out: list[tuple[Fact, str, list[Fact]]] = []
+        for f in sorted(targets, key=Fact.key):
+            if len(out) >= limit:
+                break
+            label, kids = self._aggregate_witness(f, f.relation)
+            if kids:
+                body = tuple(k.fact for k in kids)
+                self._set_support(f, label, body)
+                out.append((f, label, list(body)))
         return out
 
     def _kept(self, facts: dict[str, list[Fact]]) -> dict[str, list[Fact]]:

@@ -264,7 +264,6 @@ def regroup(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
     heads = aggregate_groups(ar, prog, groups, read)
     _, old = group_rows(ar, prog, groups)
     new_rows = rel.rows_for(heads) if len(heads) else np.empty(0, np.int64)
-    prog.regrouped.setdefault(rel.name, []).append(new_rows)  # their witnesses may move
     keep = np.zeros(rel.n, dtype=bool)
     keep[new_rows] = True
     return np.unique(old[~keep[old]]), np.unique(new_rows[~rel.alive[new_rows]])

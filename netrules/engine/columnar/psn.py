@@ -163,9 +163,6 @@ class ColumnarProgram:
         self.batch = 0
         self._in_delta: dict[str, np.ndarray] = {}
         self._scratch = np.zeros(0, dtype=np.int32)
-        # rows of the aggregate groups recomputed in the last batch (whose witnesses, the
-        # bindings that give the value, may have changed even when the value did not)
-        self.regrouped: dict[str, list[np.ndarray]] = {}
         self.stats = {"rounds": 0, "suspects": 0, "rederived": 0}
 
     def relation(self, name: str, arity: int) -> Relation:
@@ -205,7 +202,6 @@ class ColumnarProgram:
         (added rows, removed rows) of every relation that changed."""
         self.batch += 1
         self.supports.touched = []
-        self.regrouped = {}
         ch = _Changes(self.batch)
         self.epoch += 1
         for name, cols in vanished.items():
@@ -566,15 +562,6 @@ class ColumnarProgram:
             body.append((bname, self.values.decode_rows(self.rels[bname].cols[[int(brow)]])[0]))
         label = r.rule.label or str(r.rule.head)
         return label, body
-
-    def regrouped_facts(self, name: str) -> list[tuple]:
-        """The alive rows of ``name``'s groups recomputed in the last batch, decoded."""
-        parts = self.regrouped.get(name)
-        if not parts:
-            return []
-        rel = self.rels[name]
-        rows = np.unique(np.concatenate(parts))
-        return self.decode(name, rows[rel.alive[rows]])
 
     def supported_changes(self) -> np.ndarray:
         """Gids of the facts whose kept supports changed in the last batch (distinct)."""
