@@ -330,15 +330,10 @@ class BatchProcessor:
             if rel in self.plan.visible and rel in delta.added:
                 loc = self.plan.locspec.get(rel, 0)
                 targets.update(Fact(rel, row, loc) for row in delta.added[rel])
-        out: list[tuple[Fact, str, list[Fact]]] = []
-        for f in sorted(targets, key=Fact.key):
-            if len(out) >= limit:
-                break
-            label, kids = self._aggregate_witness(f, f.relation)
-            if kids:
-                body = tuple(k.fact for k in kids)
-                self._set_support(f, label, body)
-                out.append((f, label, list(body)))
+        chosen = sorted(targets, key=Fact.key)[:max(0, limit)]
+        out = bulk.aggregate_witnesses(delta, self.plan, chosen)  # type: ignore[arg-type]
+        for f, label, body in out:
+            self._set_support(f, label, tuple(body))
         return out
 
     def _kept(self, facts: dict[str, list[Fact]]) -> dict[str, list[Fact]]:

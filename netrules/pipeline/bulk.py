@@ -21,7 +21,7 @@ import numpy as np
 
 from netrules.engine.columnar.keys import pack
 from netrules.engine.columnar.psn import ColumnarProgram
-from netrules.engine.columnar.supports import split_gid
+from netrules.engine.columnar.supports import gid, split_gid
 from netrules.engine.strategies.columnar import ColumnDelta
 from netrules.facts import Fact, Value, value_from_json
 from netrules.plan import Plan
@@ -229,3 +229,57 @@ def _decode_gids(prog: ColumnarProgram, plan: Plan, gids: np.ndarray) -> dict[in
         facts = _facts(prog, plan, rel, prog.rels[rel].cols[rows[m]])
         out.update(zip(gids[m].tolist(), facts, strict=True))
     return out
+
+
+def _alive(rel, rows: np.ndarray) -> np.ndarray:
+    return rel.alive[rows]
+
+
+def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact]
+                        ) -> list[tuple[Fact, str, list[Fact]]]:
+    """Per aggregate fact, one body binding that attains it (MIN and MAX bind the aggregated
+    variable to the fact's value), found for all the facts of a rule in one join: what the
+    store shows as the support of a fact that keeps none."""
+    from netrules.engine.columnar.aggregate import AggRule
+    from netrules.engine.columnar.joins import bind_head, compile_join
+
+    prog = delta.prog
+    by_rel: dict[str, list[Fact]] = {}
+    for f in facts:
+        by_rel.setdefault(f.relation, []).append(f)
+    out: dict[Fact, tuple[str, list[Fact]]] = {}
+    for r in prog.rule_list:
+        if not isinstance(r, AggRule) or r.rule.head.relation not in by_rel:
+            continue
+        fs = [f for f in by_rel[r.rule.head.relation] if f not in out]
+        if not fs:
+            continue
+        rel = prog.rels[r.rule.head.relation]
+        rows = rel.find(prog.values.encode_rows([f.args for f in fs], rel.arity))
+        keep = rows >= 0
+        rows, fs = rows[keep], [f for f, k in zip(fs, keep.tolist(), strict=True) if k]
+        tab = bind_head(r.rule, rel, rows)
+        if r.agg.func in ("MIN", "MAX") and r.agg.var is not None:
+            name = r.agg.var.name
+            val = rel.column(rows[tab.vars["#k"]], r.pos)
+            if name in tab.vars:
+                tab = tab.take(np.flatnonzero(tab.vars[name] == val))
+            else:
+                tab.vars[name] = val
+        join = r.__dict__.get("_witness_join")
+        if join is None:
+            join = r._witness_join = compile_join(  # type: ignore[attr-defined]
+                r.rule, None, frozenset(v for v in tab.vars if not v.startswith("#")))
+        tab = join.run(prog.rels, prog.values, tab, lambda j: _alive, _alive)
+        if not tab.n:
+            continue
+        k = tab.vars["#k"]
+        _, first = np.unique(k, return_index=True)
+        label = r.rule.label or str(r.rule.head)
+        gids = []
+        for j, atom in enumerate(r.atoms):
+            gids.append(gid(prog.codes[atom.relation], tab.atoms[j][first]))
+        body_facts = _decode_gids(prog, plan, np.unique(np.concatenate(gids)))
+        for n, kk in enumerate(k[first].tolist()):
+            out[fs[kk]] = (label, [body_facts[int(g[n])] for g in gids])
+    return [(f, *out[f]) for f in facts if f in out]
