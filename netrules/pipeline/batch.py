@@ -319,18 +319,16 @@ class BatchProcessor:
         added ones, and of those whose written witness used a fact the batch removed (the
         ``users`` mirror, kept for aggregate witnesses only on this path)."""
         gone = {Fact(rel, row, self.plan.locspec.get(rel, 0))
-                for rel in delta.removed if rel in self.keep or rel in self.plan.derived
-                for row in delta.removed[rel]}
+                for rel in delta.removed for row in delta.removed[rel]} if self.users else set()
         for f in gone:
             if f.relation in self._agg_rules:
                 self._drop_support(f)
         stale = {u for f in gone for u in self.users.get(f, ())} - gone
-        targets: set[Fact] = set(stale)
+        chosen = sorted(stale, key=Fact.key)[:max(0, limit)]
         for rel in sorted(self._agg_rules):
-            if rel in self.plan.visible and rel in delta.added:
-                loc = self.plan.locspec.get(rel, 0)
-                targets.update(Fact(rel, row, loc) for row in delta.added[rel])
-        chosen = sorted(targets, key=Fact.key)[:max(0, limit)]
+            if rel in self.plan.visible:
+                chosen += bulk.added_facts(delta, self.plan, rel,  # type: ignore[arg-type]
+                                           limit - len(chosen))
         out = bulk.aggregate_witnesses(delta, self.plan, chosen)  # type: ignore[arg-type]
         for f, label, body in out:
             self._set_support(f, label, tuple(body))

@@ -231,6 +231,16 @@ def _decode_gids(prog: ColumnarProgram, plan: Plan, gids: np.ndarray) -> dict[in
     return out
 
 
+def added_facts(delta: ColumnDelta, plan: Plan, rel: str, limit: int) -> list[Fact]:
+    """At most ``limit`` of the facts ``rel`` gained, first in the store's canonical order,
+    decoded (the others are never decoded: a load adds millions)."""
+    if rel not in delta.columns or limit <= 0:
+        return []
+    ids = delta.ids(rel, 0)
+    ids = ids[_order(delta.prog, ids)[:limit]]
+    return _facts(delta.prog, plan, rel, ids)
+
+
 def _alive(rel, rows: np.ndarray) -> np.ndarray:
     return rel.alive[rows]
 
