@@ -282,5 +282,4 @@ def maintain_aggregate(ar: AggRule, prog: ColumnarProgram, ch: _Changes) -> None
         ch.kill(rel.name, gone)
     if len(came):
         ch.touch(rel, came)
-        prog.epoch += 1
-        rel.set_alive(came, prog.epoch)
+        rel.set_alive(came)

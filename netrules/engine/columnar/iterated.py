@@ -23,6 +23,7 @@ import numpy as np
 
 from netrules.engine.columnar.aggregate import (
     AggRule,
+    _group_cols,
     group_rows,
     regroup,
     tables_from,
@@ -192,8 +193,6 @@ class IteratedStage:
     def _leaned(self, ar: AggRule, tab: Table) -> np.ndarray:
         """Rows of the groups these bindings belong to whose value may move if the
         bindings go: any for COUNT and SUM, only an equal extreme for MIN and MAX."""
-        from netrules.engine.columnar.aggregate import _group_cols
-
         prog = self.prog
         groups = _group_cols(ar, prog, tab)
         qi, rows = group_rows(ar, prog, groups)
@@ -232,11 +231,10 @@ class IteratedStage:
                 ch.touch(rel, rows)
                 rel.set_dead(rows)
                 ch.kill(name, rows)
-            prog.epoch += 1
             for name, rows in come.items():
                 rel = prog.rels[name]
                 ch.touch(rel, rows)
-                rel.set_alive(rows, prog.epoch)
+                rel.set_alive(rows)
             if n == 1 and over:
                 # the next input differs from F \\ over (not from F) by these
                 d_in = {k: v[~np.isin(v, over.get(k, _empty()))] for k, v in gone.items()}

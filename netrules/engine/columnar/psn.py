@@ -19,7 +19,7 @@ except builtins that cannot be vectorised.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -103,15 +103,13 @@ class _Changes:
 class _Rule:
     """A rule compiled once: a Join per delta atom and one from the head (rederivation)."""
 
-    def __init__(self, rid: int, rule: ast.Rule, stratum_rels: frozenset[str]) -> None:
+    def __init__(self, rid: int, rule: ast.Rule) -> None:
         self.id, self.rule = rid, rule
         self.atoms = rule.atoms()
-        self.local = [j for j, a in enumerate(self.atoms) if a.relation in stratum_rels]
         self.by_start = [compile_join(rule, i) for i in range(len(self.atoms))]
         hv = frozenset(t.name for t in rule.head.args
                        if isinstance(t, ast.Var) and t.name != "_")
         self.from_head: Join = compile_join(rule, None, hv)
-        self.head_vars = hv
         self.negs: list[tuple[ast.Atom, Join]] = []
         for lit in rule.body:
             if isinstance(lit, ast.Negation):
@@ -145,10 +143,9 @@ class ColumnarProgram:
         for s, _rels in self.strata:
             compiled: list[_Rule] = []
             aggs: list[AggRule] = []
-            psn_rels = frozenset(r.head.relation for r in s.rules if not r.head.aggregate())
             for r in s.rules:
                 rid = len(self.rule_list)
-                c = AggRule(rid, r) if r.head.aggregate() else _Rule(rid, r, psn_rels)
+                c = AggRule(rid, r) if r.head.aggregate() else _Rule(rid, r)
                 self.rule_list.append(c)
                 (aggs if isinstance(c, AggRule) else compiled).append(c)  # type: ignore[arg-type]
                 width = max(width, len(r.atoms()))
@@ -159,7 +156,6 @@ class ColumnarProgram:
             self.rules.append(compiled)
             self.aggs.append(aggs)
         self.supports = Supports(width, k)
-        self.epoch = 1
         self.batch = 0
         self._in_delta: dict[str, np.ndarray] = {}
         self._scratch = np.zeros(0, dtype=np.int32)
@@ -203,7 +199,6 @@ class ColumnarProgram:
         self.batch += 1
         self.supports.touched = []
         ch = _Changes(self.batch)
-        self.epoch += 1
         for name, cols in vanished.items():
             rel = self.relation(name, cols.shape[1])
             rows = rel.find(cols)
@@ -217,7 +212,7 @@ class ColumnarProgram:
             rows = np.unique(rel.rows_for(cols))
             rows = rows[~rel.alive[rows]]
             ch.touch(rel, rows)
-            rel.set_alive(rows, self.epoch)
+            rel.set_alive(rows)
         for (stratum, srels), rules, aggs in zip(self.strata, self.rules, self.aggs,
                                                  strict=True):
             if stratum.index in self.stages:
@@ -439,7 +434,6 @@ class ColumnarProgram:
         for r, heads, body, rank in cands:
             by_rel.setdefault(r.rule.head.relation, []).append((r.id, heads, body, rank))
         born: dict[str, np.ndarray] = {}
-        self.epoch += 1
         for name, parts in by_rel.items():
             rel = self.rels[name]
             heads = np.concatenate([p[1] for p in parts])
@@ -475,7 +469,7 @@ class ColumnarProgram:
             rel.rank[facts] = frank
             rel.nsup[facts] = np.bincount(np.searchsorted(facts, rows), minlength=len(facts))
             ch.touch(rel, facts)
-            rel.set_alive(facts, self.epoch)
+            rel.set_alive(facts)
             born[name] = facts
         return born
 
@@ -596,5 +590,3 @@ class ColumnarProgram:
     def fact_count(self) -> int:
         return sum(r.count for r in self.rels.values())
 
-
-Progress = Callable[[str], None]

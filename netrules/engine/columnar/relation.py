@@ -197,8 +197,8 @@ class Relation:
                 ix.append(new)
         return rows
 
-    def set_alive(self, rows: np.ndarray, epoch: int) -> None:
-        """Mark distinct dead ``rows`` alive (``epoch``: when, for callers that log it)."""
+    def set_alive(self, rows: np.ndarray) -> None:
+        """Mark distinct dead ``rows`` alive."""
         self.alive[rows] = True
         self.count += len(rows)
 

@@ -94,19 +94,29 @@ class Values:
             got[miss] = fresh[inv]
         return got
 
-    def encode(self, v: Value) -> int:
+    def _id(self, v: Value, intern: bool) -> int | None:
+        """The id of ``v``; interned when ``intern``, else None for a value never seen."""
         v = _canonical(v)
         if type(v) is int and 0 <= v < SMALL:
             return v
         if isinstance(v, tuple):
             cur = self.nil
             for x in reversed(v):
-                cur = int(self.cons(np.array([self.encode(x)]), np.array([cur]))[0])
+                h = self._id(x, intern)
+                if h is None:
+                    return None
+                pair = (np.array([h]), np.array([cur]))
+                cur = int(self.cons(*pair)[0] if intern else self._cells.get(pack(*pair))[0])
+                if cur < 0:
+                    return None
             return cur
         i = self._ids.get(v)
-        if i is None:
+        if i is None and intern:
             i = self._ids[v] = self._new(v)
         return i
+
+    def encode(self, v: Value) -> int:
+        return self._id(v, True)  # type: ignore[return-value]
 
     def encode_many(self, vs: Iterable[Value]) -> np.ndarray:
         enc = self.encode
@@ -115,21 +125,7 @@ class Values:
     def lookup(self, v: Value) -> int | None:
         """The id of ``v`` if it was ever seen (a small int always is), else None: a query
         constant nobody interned matches nothing, and interning it would only grow the map."""
-        v = _canonical(v)
-        if type(v) is int and 0 <= v < SMALL:
-            return v
-        if isinstance(v, tuple):
-            cur = self.nil
-            for x in reversed(v):
-                h = self.lookup(x)
-                if h is None:
-                    return None
-                got = int(self._cells.get(pack(np.array([h]), np.array([cur])))[0])
-                if got < 0:
-                    return None
-                cur = got
-            return cur
-        return self._ids.get(v)
+        return self._id(v, False)
 
     # -- lists -----------------------------------------------------------------------------
     def is_list(self, ids: np.ndarray) -> np.ndarray:
