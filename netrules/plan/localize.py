@@ -88,6 +88,11 @@ def localize(rules: tuple[ast.Rule, ...], derived: set[str], source: str = ""
                     side_lits.append(lit)
                     moved.add(i)
             rest_vars = ast.variables_of(rule.head)
+            agg = rule.head.aggregate()
+            if agg and agg[1].func in ("COUNT", "SUM"):
+                # they count distinct bindings of the whole body: a side variable projected
+                # away at the ship would merge bindings (two links' costs counted as one)
+                rest_vars |= side_vars
             for i, lit in enumerate(rule.body):
                 if i not in idxs and i not in moved:
                     rest_vars |= ast.variables_of(lit)

@@ -74,3 +74,24 @@ def test_unlocated_rules_are_left_alone() -> None:
     plan = plan_program(programs.load("fraud"))
     assert not plan.aux
     assert all(isinstance(r, ast.Rule) for r in plan.rules)
+
+
+@pytest.mark.parametrize("func", ["COUNT<*>", "SUM<C>"])
+def test_a_shipped_count_keeps_every_body_variable(func: str) -> None:
+    """COUNT and SUM count distinct bindings of the whole body: shipping ``link`` to ``@D``
+    without its cost would count two parallel links as one (the oracle counts two)."""
+    from netrules.engine.engine import Engine
+    from netrules.facts import Fact
+    from netrules.testing import oracle
+
+    plan = plan_program(parse_program(
+        f"w(@S,D,a_{func}) :- link(@S,D,C), h(@D,S,N).\nh(@S,D,N) :- link(@S,D,N)."))
+    ship = next(r for r in plan.rules if r.label and r.label.endswith("_ship"))
+    assert "C" in {t.name for t in ship.head.args if isinstance(t, ast.Var)}
+    facts = [Fact("link", ("a", "a", 1)), Fact("link", ("a", "a", 2))]
+    want = oracle.evaluate(plan, facts)["w"]
+    assert want == {("a", "a", 4 if func == "COUNT<*>" else 6)}
+    for strategy in ("psn", "columnar"):
+        eng = Engine(plan, strategy)
+        eng.apply([("+", f) for f in facts])
+        assert {f.args for f in eng.view("w")} == want, strategy

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netrules.engine.columnar.joins import Join, Reader, Table, compile_join, head_columns
+from netrules.engine.columnar.keys import unique_rows
 from netrules.engine.columnar.values import SMALL
 from netrules.lang import ast
 
@@ -101,7 +102,7 @@ def _distinct_groups(ar: AggRule, found: list[np.ndarray]) -> np.ndarray:
         return np.zeros((0, len(ar.group_pos)), dtype=np.int64)
     groups = np.concatenate(found)
     if len(groups) and groups.shape[1]:
-        groups = np.unique(groups, axis=0)
+        groups = unique_rows(groups)[0]
     elif len(groups):
         groups = groups[:1]
     return groups
@@ -136,7 +137,7 @@ def _order_rank(prog: ColumnarProgram, vals: np.ndarray, group: np.ndarray) -> n
     (a best route usually has one least-cost candidate, so paths are rarely compared)."""
     if (vals < SMALL).all():
         return vals
-    pair = np.unique(np.stack([group, vals], axis=1), axis=0)
+    pair = unique_rows(np.stack([group, vals], axis=1))[0]
     many = np.bincount(pair[:, 0], minlength=int(group.max()) + 1) > 1
     contested = many[group]
     rank = np.zeros(len(vals), dtype=np.int64)
@@ -176,7 +177,7 @@ def aggregate_groups(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
     if func in ("COUNT", "SUM"):
         # distinct bindings of the body's variables, as the reference counts them
         cols = [g] + [tab.vars[v] for v in ar.body_vars if v in tab.vars]
-        uniq = np.unique(np.stack(cols, axis=1), axis=0, return_index=True)[1]
+        uniq = unique_rows(np.stack(cols, axis=1))[1]
         tab = tab.take(np.sort(uniq))
         g = tab.vars["#g"]
     gs, inv = np.unique(g, return_inverse=True)

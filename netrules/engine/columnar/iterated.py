@@ -45,6 +45,43 @@ def _empty() -> np.ndarray:
     return np.empty(0, np.int64)
 
 
+class _Rowset:
+    """Membership in a set of rows: a mask when the set is a sizeable part of the relation,
+    a sorted array otherwise (a step of a link event moves a few rows of millions, and a
+    mask per step would cost the millions)."""
+
+    def __init__(self, n: int, rows: np.ndarray) -> None:
+        if len(rows) * 64 >= n:
+            self.mask: np.ndarray | None = np.zeros(n, dtype=bool)
+            self.mask[rows] = True
+        else:
+            self.mask, self.rows = None, np.unique(rows)
+
+    def has(self, rows: np.ndarray) -> np.ndarray:
+        m = self.mask
+        if m is not None:
+            inside = rows < len(m)  # rows made after the set are not in it
+            hit = np.zeros(len(rows), dtype=bool)
+            hit[inside] = m[rows[inside]]
+            return hit
+        at = np.searchsorted(self.rows, rows)
+        at[at == len(self.rows)] = 0
+        return self.rows[at] == rows
+
+
+def _order(relations: frozenset[str], reads: dict[str, set[str]]) -> list[str]:
+    """Relations in an order where each comes after those it reads, but for the reads that
+    close a cycle (in name order where there is a choice, so runs repeat)."""
+    out: list[str] = []
+    left = set(relations)
+    while left:
+        ready = sorted(n for n in left if not (reads[n] & left) - {n})
+        pick = ready[0] if ready else min(left, key=lambda n: (len(reads[n] & left), n))
+        out.append(pick)
+        left.remove(pick)
+    return out
+
+
 class IteratedStage:
     def __init__(self, prog: ColumnarProgram, relations: frozenset[str],
                  plain: list[_Rule], aggs: list[AggRule]) -> None:
@@ -55,29 +92,36 @@ class IteratedStage:
                       | {a.relation for r in aggs for a, _ in r.negs})
         self.lower = self.reads - relations
         self.iterations = 0
+        self.plain_of: dict[str, list[_Rule]] = {}
+        self.aggs_of: dict[str, list[AggRule]] = {}
+        self.reads_of: dict[str, set[str]] = {name: set() for name in relations}
+        for r in plain:
+            self.plain_of.setdefault(r.rule.head.relation, []).append(r)
+        for ar in aggs:
+            self.aggs_of.setdefault(ar.rule.head.relation, []).append(ar)
+        for r in [*plain, *aggs]:
+            self.reads_of[r.rule.head.relation] |= ({a.relation for a in r.atoms}
+                                                   | {a.relation for a, _ in r.negs})
+        self.readers_of: dict[str, list[str]] = {}
+        self.order = _order(relations, self.reads_of)
+        for name in self.order:
+            for r in sorted(self.reads_of[name] & relations):
+                self.readers_of.setdefault(r, []).append(name)
 
-    # -- views over masks ------------------------------------------------------------------
-    def _mask(self, name: str, rows: np.ndarray | None) -> np.ndarray | None:
-        if rows is None or not len(rows):
-            return None
-        m = np.zeros(self.prog.rels[name].n, dtype=bool)
-        m[rows] = True
-        return m
-
+    # -- views over row sets ---------------------------------------------------------------
     def reader(self, minus: Rows, plus: Rows) -> Reader:
         """``(alive & ~minus) | plus`` per relation."""
-        mm = {k: self._mask(k, v) for k, v in minus.items()}
-        pm = {k: self._mask(k, v) for k, v in plus.items()}
+        mm = {k: _Rowset(self.prog.rels[k].n, v) for k, v in minus.items() if len(v)}
+        pm = {k: _Rowset(self.prog.rels[k].n, v) for k, v in plus.items() if len(v)}
 
         def read(rel, rows: np.ndarray) -> np.ndarray:
             out = rel.alive[rows]
-            for m, minus_ in ((mm.get(rel.name), True), (pm.get(rel.name), False)):
-                if m is None:
-                    continue
-                inside = rows < len(m)  # rows made after the mask are in neither set
-                hit = np.zeros(len(rows), dtype=bool)
-                hit[inside] = m[rows[inside]]
-                out = out & ~hit if minus_ else out | hit
+            m = mm.get(rel.name)
+            if m is not None:
+                out &= ~m.has(rows)
+            p = pm.get(rel.name)
+            if p is not None:
+                out |= p.has(rows)
             return out
         return read
 
@@ -117,42 +161,36 @@ class IteratedStage:
                 ok[k[same]] = True
         return ok
 
-    # -- one step --------------------------------------------------------------------------
-    def step(self, d_in: Rows, a_in: Rows, before: Reader, after: Reader
-             ) -> tuple[Rows, Rows]:
-        """(rows that go, rows that come) from ``S = T(before)`` to ``T(after)``."""
+    # -- one relation's rules -------------------------------------------------------------
+    def step(self, name: str, d_in: Rows, a_in: Rows, before: Reader, after: Reader
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """(rows that go, rows that come) of ``name`` when its rules' input moves from
+        ``before`` to ``after`` (``d_in`` left it, ``a_in`` joined it); the alive rows of
+        ``name`` are its rules' heads over ``before``."""
         prog = self.prog
-        lost: dict[str, list[np.ndarray]] = {}
-        found: dict[str, list[np.ndarray]] = {}
-        for r in self.plain:
-            name = r.rule.head.relation
-            lost.setdefault(name, []).extend(self._heads(r, d_in, a_in, before))
-            found.setdefault(name, []).extend(self._heads(r, a_in, d_in, after))
-        gone: Rows = {}
-        come: Rows = {}
-        for name in sorted(set(lost) | set(found)):
-            rel = prog.rels[name]
-            f = found.get(name) or []
-            frows = np.unique(rel.rows_for(np.concatenate(f))) if f else _empty()
-            come[name] = frows[~rel.alive[frows]]
-            lo = lost.get(name) or []
-            if lo:
-                lrows = rel.find(np.concatenate(lo))
-                lrows = np.unique(lrows[lrows >= 0])
-                lrows = lrows[rel.alive[lrows]]
-                if len(frows):
-                    lrows = lrows[~np.isin(lrows, frows)]
-                lrows = lrows[~self._derivable(name, lrows, after)]
-                gone[name] = lrows
-        for ar in self.aggs:
+        rel = prog.rels[name]
+        lost: list[np.ndarray] = []
+        found: list[np.ndarray] = []
+        for r in self.plain_of.get(name, ()):
+            lost.extend(self._heads(r, d_in, a_in, before))
+            found.extend(self._heads(r, a_in, d_in, after))
+        frows = np.unique(rel.rows_for(np.concatenate(found))) if found else _empty()
+        come = frows[~rel.alive[frows]]
+        gone = _empty()
+        if lost:
+            lrows = rel.find(np.concatenate(lost))
+            lrows = np.unique(lrows[lrows >= 0])
+            lrows = lrows[rel.alive[lrows]]
+            if len(frows):
+                lrows = lrows[~np.isin(lrows, frows)]
+            gone = lrows[~self._derivable(name, lrows, after)]
+        for ar in self.aggs_of.get(name, ()):
             groups = touched_groups(ar, prog, d_in, a_in, before, after)
             if len(groups):
                 g, c = regroup(ar, prog, groups, after)
-                name = ar.rule.head.relation
-                gone[name] = np.union1d(gone.get(name, _empty()), g)
-                come[name] = np.union1d(come.get(name, _empty()), c)
-        return ({k: v for k, v in gone.items() if len(v)},
-                {k: v for k, v in come.items() if len(v)})
+                gone = np.union1d(gone, g)
+                come = np.union1d(come, c)
+        return gone, come
 
     # -- a batch ---------------------------------------------------------------------------
     def _overdelete(self, d_low: Rows, a_low: Rows, old: Reader) -> Rows:
@@ -205,7 +243,14 @@ class IteratedStage:
 
     def maintain(self, ch: _Changes) -> None:
         """Move the stratum from its old fixpoint to the new one (from nothing, when the
-        batch brought every lower row: the load)."""
+        batch brought every lower row: the load).
+
+        Relations are recomputed one at a time in ``self.order`` (Gauss-Seidel), each from
+        what changed in its inputs since it was last computed, so one sweep carries a change
+        through route, best cost and best path: a hop per sweep, where a Jacobi step that
+        recomputes everything from the last step's state needs one per relation of the
+        cycle. Any order reaches the same fixpoint: from the overdeleted state every row is
+        grounded in rows below, as in the from-scratch iteration."""
         prog = self.prog
         d_low: Rows = {}
         a_low: Rows = {}
@@ -218,38 +263,73 @@ class IteratedStage:
         if not d_low and not a_low:
             return
         # the old input: lower rows as they were (alive less added plus removed)
-        old = self.reader(a_low, d_low)
-        over = self._overdelete(d_low, a_low, old)
-        before = old
-        after = self.reader(over, {})
-        d_in = {**d_low, **over}
-        a_in = dict(a_low)
-        for n in range(1, MAX_ITERATIONS + 1):
-            gone, come = self.step(d_in, a_in, before, after)
-            for name, rows in gone.items():
-                rel = prog.rels[name]
-                ch.touch(rel, rows)
-                rel.set_dead(rows)
-                ch.kill(name, rows)
-            for name, rows in come.items():
-                rel = prog.rels[name]
-                ch.touch(rel, rows)
-                rel.set_alive(rows)
-            if n == 1 and over:
-                # the next input differs from F \\ over (not from F) by these
-                d_in = {k: v[~np.isin(v, over.get(k, _empty()))] for k, v in gone.items()}
-                a_in = dict(come)
-                for k, v in over.items():
-                    rest = v[~np.isin(v, gone.get(k, _empty()))]
-                    a_in[k] = np.union1d(a_in.get(k, _empty()), rest)
-            else:
-                d_in, a_in = gone, come
-            d_in = {k: v for k, v in d_in.items() if len(v)}
-            a_in = {k: v for k, v in a_in.items() if len(v)}
-            self.iterations += 1
-            if not d_in and not a_in:
+        over = self._overdelete(d_low, a_low, self.reader(a_low, d_low))
+        # rows overdeleted but not yet recomputed: the current view hides them
+        hidden: Rows = dict(over)
+        pending: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+        for name in self.order:
+            p = {}
+            for r in self.reads_of[name]:
+                d, a = d_low.get(r, over.get(r)), a_low.get(r)
+                if d is not None or a is not None:
+                    p[r] = (_empty() if d is None else d, _empty() if a is None else a)
+            if p:
+                pending[name] = p
+        for _ in range(MAX_ITERATIONS):
+            if not pending:
                 return
-            before, after = self.reader(a_in, d_in), self.reader({}, {})
+            self.iterations += 1
+            for name in self.order:
+                p = pending.pop(name, None)
+                if p is None:
+                    continue
+                d_in = {r: d for r, (d, _) in p.items() if len(d)}
+                a_in = {r: a for r, (_, a) in p.items() if len(a)}
+                after = self.reader(hidden, {})
+                before = self.reader(_union(hidden, a_in), d_in)
+                gone, come = self.step(name, d_in, a_in, before, after)
+                rel = prog.rels[name]
+                if len(gone):
+                    ch.touch(rel, gone)
+                    rel.set_dead(gone)
+                    ch.kill(name, gone)
+                if len(come):
+                    ch.touch(rel, come)
+                    rel.set_alive(come)
+                # what its readers see change: from the view (hidden rows out) to the rows
+                h = hidden.pop(name, None)
+                if h is not None:
+                    gone, come = (np.setdiff1d(gone, h, assume_unique=True),
+                                  np.union1d(come, np.setdiff1d(h, gone, assume_unique=True)))
+                if not len(gone) and not len(come):
+                    continue
+                for q in self.readers_of[name]:
+                    _merge(pending.setdefault(q, {}), name, gone, come)
+                    if not any(len(d) or len(a) for d, a in pending[q].values()):
+                        del pending[q]
         raise EvalError(f"relations {', '.join(sorted(self.relations))} recurse through an "
                         f"aggregate and did not settle after {MAX_ITERATIONS} iterations "
                         "(does a cycle of zero or negative costs keep improving?)")
+
+
+def _union(a: Rows, b: Rows) -> Rows:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = np.union1d(out[k], v) if k in out else v
+    return out
+
+
+def _merge(p: dict[str, tuple[np.ndarray, np.ndarray]], name: str, gone: np.ndarray,
+           come: np.ndarray) -> None:
+    """Add a change to a reader's pending input change, netting a row that went and came
+    back (or came and went) since the reader last looked."""
+    old = p.get(name)
+    if old is None:
+        p[name] = (gone, come)
+        return
+    d0, a0 = old
+    d = np.union1d(np.setdiff1d(d0, come, assume_unique=True),
+                   np.setdiff1d(gone, a0, assume_unique=True))
+    a = np.union1d(np.setdiff1d(a0, gone, assume_unique=True),
+                   np.setdiff1d(come, d0, assume_unique=True))
+    p[name] = (d, a)
