@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from netrules import programs
 from netrules.facts import Fact
+from netrules.lang import parse_program
 from netrules.plan import plan_program
 from tests.engine.test_differential import check_stream, link_stream
 from tests.meaning import evaluate_program
@@ -150,3 +151,23 @@ def test_the_first_link_event_after_load_builds_no_index_over_the_view(monkeypat
     want = evaluate_program(PLAN, [f for f in links if f != links[1]])
     assert {r: set(fs) for r, fs in state.views().items() if fs} == \
         {r: set(fs) for r, fs in want.items() if fs}
+
+
+MIN_RECURSION = [plan_program(programs.load("min_cost")), plan_program(parse_program("""
+e(@S,D,C) :- link(@S,D,C).
+e(@S,D,C) :- link(@S,Z,C1), d(@Z,D,C2), C := C1 + C2.
+d(@S,D,a_MIN<C>) :- e(@S,D,C).
+g(@S,D,N) :- link(@S,D,C), N := 1.
+g(@S,D,N) :- link(@S,Z,C1), h(@Z,D,N0), N := N0 + 1.
+h(@S,D,a_MIN<N>) :- g(@S,D,N).
+w(@S,D,a_COUNT<*>) :- link(@S,D,C), h(@D,S,N), N < 3.
+"""))]
+
+
+@settings(max_examples=60)
+@given(st.sampled_from(range(len(MIN_RECURSION))), link_stream(n_nodes=6),
+       st.integers(0, 2**16))
+def test_recursion_through_min_maintained_exactly(strategy, i: int, stream, seed: int) -> None:
+    """Bellman-Ford distances and hop counts through a_MIN (no path to stop a walk), and a
+    count over a shipped body above them, under random link streams."""
+    check_stream(strategy, MIN_RECURSION[i], *stream, seed)
