@@ -102,7 +102,7 @@ REFUSED = [
     ("written_and_derived", "materialize(l, infinity, infinity, keys(1,2)).\n"
      "materialize(m, infinity, infinity, keys(1)).\n"
      "p1 m(@X,Y) :- periodic(@X,E,5), l(@X,Y).\np2 m(@X,Y) :- l(@X,Y).",
-     "m is both written by event rules and derived by view rules", (2, 1)),
+     "m is both written by event rules (p1) and derived by view rules (p2", (2, 1)),
     ("f_now", "materialize(l, infinity, infinity, keys(1)).\n"
      "t(@X,T) :- l(@X,Y), T := f_now().", "f_now()", (2, 26)),
     ("f_rand", "materialize(l, infinity, infinity, keys(1)).\n"
