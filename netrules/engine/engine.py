@@ -28,6 +28,11 @@ class Engine:
     def __init__(self, plan: Plan, strategy: str = "auto", *, rng: random.Random | None = None
                  ) -> None:
         """``strategy`` may carry per-view overrides: ``"auto,bestPath=dred"``."""
+        if plan.reactive:
+            raise EngineError(
+                "the program has event rules (" + ", ".join(
+                    r.label or str(r.head.relation) for r in plan.reactive) + "): they fire on "
+                "events and run under netrules.engine.reactive.Reactive, not as views")
         self.plan = plan
         name, overrides = strategies.parse_spec(strategy)
         unknown = sorted(set(overrides) - set(plan.arity))

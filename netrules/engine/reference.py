@@ -450,6 +450,9 @@ def evaluate_program(program: ast.Program | Plan, facts: Iterable[Fact] = (),
     without an ``f_member`` check on a cyclic graph): exceeding it raises EvalError.
     """
     plan = program if isinstance(program, Plan) else plan_program(program, localized=False)
+    if plan.reactive:
+        raise EvalError(f"{plan.program.file}: event rules fire on events and have no least "
+                        "model; run them with netrules.engine.reactive.Reactive")
     db = Database(plan.program.facts)
     for f in facts:
         db.add(f.relation, f.args)

@@ -13,6 +13,14 @@ from dataclasses import replace
 from netrules.errors import Diagnostic, ProgramError, SourceLoc
 from netrules.lang import ast
 from netrules.lang.builtins import BUILTINS
+from netrules.lang.events import (
+    PERIODIC,
+    PERIODIC_ARITIES,
+    event_relations,
+    fired_events,
+    is_reactive,
+    periodic_atoms,
+)
 
 __all__ = ["check_program", "schedule_body"]
 
@@ -129,13 +137,27 @@ def _local_head(rule: ast.Rule) -> ast.Rule:
 def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
                  err: Callable[[str, str, SourceLoc | None], None]) -> None:
     """Constructs of the P2/RapidNet dialect that parse but that the engine cannot run yet:
-    each refused by name at its position, never as a syntax error."""
-    derived = {r.head.relation for r in rules}
+    each refused by name at its position, never as a syntax error. Event rules
+    (``netrules.lang.events``) may use what only makes sense when a rule fires once: ``delete``,
+    ``periodic``, ``f_now``/``f_rand``, and soft state on the tables they write."""
+    events = event_relations(program)
+    fired = fired_events(rules, events)
+    reactive = [r for r in rules if is_reactive(r, fired)]
+    written = {r.head.relation for r in reactive}
+    derived = {r.head.relation for r in rules if not is_reactive(r, fired)}
     for m in program.materialized:
         if m.lifetime != float("inf") and m.name in derived:
             err("UNSUPPORTED", f"materialize({m.name}, {int(m.lifetime)}, ...): a finite "
                 "lifetime (soft state) on a derived relation is not supported yet (base "
-                "relations may have one); use infinity", m.loc)
+                "relations and tables written by event rules may have one); use infinity",
+                m.loc)
+        if m.name in written and m.name in derived:
+            def names(rs: list[ast.Rule], rel: str = m.name) -> str:
+                return ", ".join(r.label or str(r.head) for r in rs if r.head.relation == rel)
+            err("UNSUPPORTED", f"{m.name} is both written by event rules ("
+                f"{names(reactive)}) and derived by view rules ("
+                f"{names([r for r in rules if r not in reactive])}; an event only rules over "
+                "tables derive is kept as a view), which is not supported", m.loc)
         if m.size != float("inf"):
             err("UNSUPPORTED", f"materialize({m.name}, ..., {int(m.size)}, ...): a finite "
                 "table size (eviction) is not supported yet; use infinity", m.loc)
@@ -145,19 +167,32 @@ def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
                 "Broadcast" in ast.variables_of(b) for b in r.body):
             err("UNSUPPORTED", "@Broadcast (every node with a link from this one) is not "
                 "supported yet", at.loc or r.head.loc)
-        if r.delete:
-            err("UNSUPPORTED", f"delete rules (delete {r.head.relation}(...) :- ...) are not "
-                "supported yet", r.loc)
+        if r.delete and not any(a.relation in events for a in r.atoms()):
+            err("UNSUPPORTED", f"delete rules without an event in the body (delete "
+                f"{r.head.relation}(...) :- ...) are not supported: a deletion fires on an "
+                "event or periodic", r.loc)
         for b in r.body:
-            a = b.atom if isinstance(b, ast.Negation) else b
-            if isinstance(a, ast.Atom) and a.relation == "periodic":
-                err("UNSUPPORTED", "periodic(@N, E, Period, ...) timers are not supported yet",
-                    a.loc)
+            if isinstance(b, ast.Negation) and b.atom.relation in fired:
+                err("UNSUPPORTED", f"a negated event ({b.atom.relation}) is not supported",
+                    b.loc)
+        for a in periodic_atoms(r):
+            _check_periodic(a, err)
+        if is_reactive(r, fired):
+            where = {str(a.location_term) for a in r.atoms()}
+            if len(where) > 1:
+                err("UNSUPPORTED", "an event rule whose body spans nodes ("
+                    + ", ".join(sorted("@" + w for w in where)) + ") is not supported yet",
+                    r.loc)
+            agg = r.head.aggregate()
+            if agg is not None and agg[1].func != "COUNT":
+                err("UNSUPPORTED", f"a_{agg[1].func} in an event rule is not supported yet",
+                    agg[1].loc)
+            continue
         for c in _calls(r):
             if c.name in BUILTINS and BUILTINS[c.name].volatile:
                 err("UNSUPPORTED", f"{c.name}() in a rule is not supported yet: its value "
-                    "depends on when the rule runs, which incremental maintenance cannot undo",
-                    c.loc)
+                    "depends on when the rule runs, which incremental maintenance cannot undo "
+                    "(event rules may use it)", c.loc)
     mats = {m.name for m in program.materialized}
     if not mats:
         return  # netrules' own style: every relation is state
@@ -168,16 +203,31 @@ def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
             err("UNSUPPORTED", f"a_COUNT over event relation {events[0].relation} (a count of "
                 "the matches at that moment, 0 when none match) is not supported yet",
                 agg[1].loc)
-    derived |= {f.relation for f in program.facts}
+    derived |= written | {f.relation for f in program.facts}
     first: dict[str, SourceLoc | None] = {}
     for r in rules:
         for a in r.atoms():
             first.setdefault(a.relation, a.loc)
     for rel, loc in sorted(first.items(), key=lambda kv: str(kv[1])):
-        if rel not in mats and rel not in derived and rel != "periodic":
+        if rel not in mats and rel not in derived and rel != PERIODIC:
             err("UNSUPPORTED", f"{rel} is an event relation (never materialized) fed from "
                 "outside: external events are not supported yet; declare "
                 f"materialize({rel}, infinity, infinity, keys(...)) to keep it as state", loc)
+
+
+def _check_periodic(a: ast.Atom, err: Callable[[str, str, SourceLoc | None], None]) -> None:
+    """``periodic(@N, E, Period[, Repeats[, Delay[, Spacing]]])``: numbers after ``E``."""
+    if a.arity not in PERIODIC_ARITIES or a.locspec != 0:
+        err("UNSUPPORTED", f"periodic takes (@N, E, Period[, Repeats[, Delay[, Spacing]]]), "
+            f"not {a.arity} argument(s)", a.loc)
+        return
+    for t in a.args[2:]:
+        if not isinstance(t, ast.Const) or isinstance(t.value, bool) or not isinstance(
+                t.value, int | float) or t.value < 0:
+            err("UNSUPPORTED", f"periodic's period, repeats, delay and spacing must be "
+                f"numbers >= 0, not {t}", getattr(t, "loc", None) or a.loc)
+    if isinstance(a.args[2], ast.Const) and a.args[2].value == 0:
+        err("UNSUPPORTED", "periodic's period must be greater than 0", a.loc)
 
 
 def check_program(program: ast.Program) -> ast.Program:
@@ -195,6 +245,8 @@ def check_program(program: ast.Program) -> ast.Program:
     locspec: dict[str, tuple[int | None, SourceLoc | None]] = {}
 
     def see(rel: str, n: int, spec: int | None, loc: SourceLoc | None) -> None:
+        if rel == PERIODIC:  # every form from 3 to 6 arguments, checked on its own
+            return
         if rel in arity and arity[rel][0] != n:
             err("ARITY", f"{rel} is used with {n} arguments here but {arity[rel][0]} elsewhere",
                 loc, ((arity[rel][1], f"{rel} used with {arity[rel][0]} arguments"),))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from netrules.errors import Diagnostic, PlanError
 from netrules.lang import ast
+from netrules.lang.events import event_relations, fired_events, is_reactive
 from netrules.plan.delta import DeltaRule, delta_rules
 from netrules.plan.localize import localize
 from netrules.plan.stratify import Stratum, stratify
@@ -60,6 +61,9 @@ class Plan:
     locspec: dict[str, int | None] = field(hash=False)
     arity: dict[str, int] = field(hash=False)
     keys: dict[str, tuple[int, ...]] = field(hash=False)
+    # event rules (``netrules.lang.events``): run by ``netrules.engine.reactive``, never as views
+    reactive: tuple[ast.Rule, ...] = ()
+    events: frozenset[str] = frozenset()
 
     @property
     def base(self) -> frozenset[str]:
@@ -96,24 +100,33 @@ class Plan:
                 aux = "  [shipped]" if r.head.relation in self.aux else ""
                 out.append(f"  {r}{aux}")
         out.append(f"delta rules: {len(self.delta_rules())}")
+        if self.reactive:
+            out.append("event rules (fire on an event; their heads persist):")
+            out.extend(f"  {r}" for r in self.reactive)
         return "\n".join(out)
 
 
 def plan_program(program: ast.Program, *, localized: bool = True) -> Plan:
     """Localize (unless told not to) and stratify a checked program."""
-    derived = program.derived()
-    rules, aux = (localize(program.rules, derived, program.source) if localized
-                  else (program.rules, {}))
+    events = event_relations(program)
+    fired = fired_events(program.rules, events)
+    reactive = tuple(r for r in program.rules if is_reactive(r, fired))
+    views = tuple(r for r in program.rules if not is_reactive(r, fired))
+    derived = {r.head.relation for r in views}
+    rules, aux = (localize(views, derived, program.source) if localized else (views, {}))
     keys = {m.name: m.keys for m in program.materialized}
     rules = group_aggregates(rules, keys, program.source)
     strata = stratify(rules, program.source)
     locspec: dict[str, int | None] = {}
     arity: dict[str, int] = {}
-    for r in rules:
+    for r in (*rules, *reactive):
         for a in [r.head, *r.atoms(), *(b.atom for b in r.body if isinstance(b, ast.Negation))]:
+            if a.relation in fired:
+                continue  # one-step events are no table
             locspec.setdefault(a.relation, a.locspec)
             arity.setdefault(a.relation, a.arity)
     for f in program.facts:
         locspec.setdefault(f.relation, f.loc)
         arity.setdefault(f.relation, len(f.args))
-    return Plan(program, rules, tuple(strata), frozenset(aux), locspec, arity, keys)
+    return Plan(program, rules, tuple(strata), frozenset(aux), locspec, arity, keys,
+                reactive, frozenset(events))

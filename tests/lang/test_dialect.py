@@ -90,7 +90,19 @@ REFUSED = [
     ("size", "materialize(l, infinity, 100, keys(1)).\nq(@X) :- l(@X,Y).",
      "finite table size", (1, 1)),
     ("periodic", "materialize(l, infinity, infinity, keys(1)).\n"
-     "p1 ping(@X,E) :- l(@X,Y), periodic(@X,E,10,3).", "periodic(@N, E, Period", (2, 27)),
+     "p1 ping(@X,E) :- l(@X,Y), periodic(@X,E).", "periodic takes (@N, E, Period", (2, 27)),
+    ("periodic_period", "materialize(l, infinity, infinity, keys(1)).\n"
+     "p1 ping(@X,E) :- l(@X,Y), periodic(@X,E,P).", "must be numbers >= 0, not P", (2, 41)),
+    ("event_spans_nodes", "materialize(l, infinity, infinity, keys(1,2)).\n"
+     "p1 ping(@Y,E) :- periodic(@X,E,5), l(@Y,X).", "event rule whose body spans nodes",
+     (2, 1)),
+    ("event_min", "materialize(l, infinity, infinity, keys(1,2)).\n"
+     "materialize(m, infinity, infinity, keys(1)).\n"
+     "p1 m(@X,a_MIN<Y>) :- periodic(@X,E,5), l(@X,Y).", "a_MIN in an event rule", (3, 9)),
+    ("written_and_derived", "materialize(l, infinity, infinity, keys(1,2)).\n"
+     "materialize(m, infinity, infinity, keys(1)).\n"
+     "p1 m(@X,Y) :- periodic(@X,E,5), l(@X,Y).\np2 m(@X,Y) :- l(@X,Y).",
+     "m is both written by event rules (p1) and derived by view rules (p2", (2, 1)),
     ("f_now", "materialize(l, infinity, infinity, keys(1)).\n"
      "t(@X,T) :- l(@X,Y), T := f_now().", "f_now()", (2, 26)),
     ("f_rand", "materialize(l, infinity, infinity, keys(1)).\n"

@@ -1,0 +1,191 @@
+"""Event rules on an event-time clock, writing into the incrementally maintained views.
+
+P2 and RapidNet run a rule with an event in its body (``netrules.lang.events``) as
+event-condition-action: when the event occurs, its body is joined with the tables as they are
+and the head is written, or removed for ``delete``, where it stays (subject to key replacement
+and lifetime) without being maintained by support. Here such heads become stamped base-fact
+updates of the ``Engine`` (last-writer-wins registers, ``engine.ledger``), so the views built
+on them stay exact and every strategy maintains them as usual.
+
+The clock is the caller's: the simulator's in simulation, the event log's event time in a
+replay, so the same inputs give the same firings. ``advance(t)`` runs every instant up to
+``t`` in time order; at each, soft state whose lifetime ran out expires first, then the due
+``periodic`` timers fire, then events cascade first-in first-out: an event's rules all read the
+tables as they were when it occurred, their writes are applied together, and facts newly
+derived into view-kept events occur next. Ties in time go to the smaller fact.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from netrules.engine.engine import Engine
+from netrules.engine.reference import Database, head_fact, solve_body
+from netrules.engine.strategies.base import Delta
+from netrules.engine.timers import Timer, timers_of
+from netrules.errors import EngineError
+from netrules.facts import Fact, sort_key
+from netrules.lang import ast
+from netrules.lang.builtins import set_time
+from netrules.lang.events import PERIODIC
+from netrules.plan import Plan
+
+__all__ = ["Reactive"]
+
+MAX_EVENTS_PER_INSTANT = 100_000  # a cascade that does not settle is an error, not a hang
+
+
+class Reactive:
+    """A program with event rules: views kept by ``Engine``, event rules fired on the clock."""
+
+    def __init__(self, plan: Plan, strategy: str = "auto", *,
+                 nodes: Sequence[object] | None = None) -> None:
+        """``nodes``: where ``periodic`` fires, in spacing order (the simulator's nodes);
+        default: every location of a present fact, by ``sort_key``, at each firing."""
+        self.plan = plan
+        self.engine = Engine(replace(plan, reactive=()), strategy)
+        self.nodes = tuple(nodes) if nodes is not None else None
+        self.now = 0.0
+        self.timers: list[Timer] = timers_of(plan.reactive)
+        self.tables = {r.head.relation for r in plan.reactive} - plan.events
+        self.lifetimes = {m.name: m.lifetime for m in plan.program.materialized
+                          if m.name in self.tables and m.lifetime != float("inf")}
+        self._expiry: dict[tuple, tuple[float, Fact]] = {}
+        self._by_event: dict[str, list[tuple[ast.Rule, int]]] = {}
+        for r in plan.reactive:
+            for i, a in enumerate(r.atoms()):
+                if a.relation in plan.events:
+                    self._by_event.setdefault(a.relation, []).append((r, i))
+        self._seq = 0
+        self._eid = 0
+        self._timers_done = float("-inf")  # the last instant whose timers fired
+        self.fired: Counter[str] = Counter()  # event occurrences by relation
+
+    # -- the clock ------------------------------------------------------------------------
+    def apply(self, batch: Iterable[tuple], time: float) -> None:
+        """Run every instant before ``time``, then apply ``batch`` (signed base facts) at
+        ``time`` and let the events it causes cascade."""
+        if time < self.now:
+            raise EngineError(f"updates at time {time} arrive after time {self.now} ran; "
+                              "the event-time clock does not go back")
+        self.advance(time, inclusive=False)
+        items = [(*u[:2], time, self._next_seq()) if len(u) < 3 else u for u in batch]
+        self._instant(time, items)
+
+    def advance(self, until: float, *, inclusive: bool = True) -> None:
+        """Run, in time order, every expiry and timer firing up to ``until``."""
+        while (t := self._next_due()) is not None and (t < until or inclusive and t == until):
+            self._instant(t, [])
+        self.now = max(self.now, until)
+
+    def views(self) -> dict[str, list[Fact]]:
+        return self.engine.views()
+
+    # -- one instant ----------------------------------------------------------------------
+    def _instant(self, t: float, updates: list[tuple]) -> None:
+        self.now = t
+        set_time(t)
+        gone = sorted((k for k, (when, _) in self._expiry.items() if when <= t), key=sort_key)
+        for k in gone:
+            _, f = self._expiry.pop(k)
+            updates.append(("-", f, t, self._next_seq()))
+        queue: deque[Fact] = deque(self._delta_events(self._write(updates)))
+        if t <= self._timers_done:
+            self._cascade(t, queue)
+            return
+        self._timers_done = t
+        for timer in self.timers:
+            for i, node in enumerate(self._nodes()):
+                due = timer.next_after(i, t, inclusive=True)
+                if due is not None and due[0] == t:
+                    self._eid += 1
+                    queue.append(Fact(PERIODIC, (node, self._eid, *timer.spec), 0))
+        self._cascade(t, queue)
+
+    def _cascade(self, t: float, queue: deque[Fact]) -> None:
+        n = 0
+        while queue:
+            ev = queue.popleft()
+            n += 1
+            if n > MAX_EVENTS_PER_INSTANT:
+                raise EngineError(f"events at time {t} do not settle after {n - 1} "
+                                  f"occurrences (last: {ev})")
+            self.fired[ev.relation] += 1
+            writes: list[tuple] = []
+            for rule, i in self._by_event.get(ev.relation, ()):
+                for head in self._fire(rule, i, ev):
+                    if head.relation in self.plan.events:
+                        queue.append(head)
+                    elif rule.delete:
+                        writes += [("-", f, t, self._next_seq()) for f in self._stored(head)]
+                    else:
+                        writes.append(("+", head, t, self._next_seq()))
+            if writes:
+                queue.extend(self._delta_events(self._write(writes)))
+
+    def _fire(self, rule: ast.Rule, i: int, ev: Fact) -> list[Fact]:
+        """The heads ``rule`` writes when ``ev`` occurs as its ``i``-th atom."""
+        if rule.atoms()[i].arity != len(ev.args):
+            return []  # another periodic form
+        db = self.engine.state.db
+        read = {j: db for j in range(len(rule.atoms()))}
+        read[i] = Database([ev])
+        heads = {head_fact(rule, b) for b in solve_body(rule, read, neg=db, first=i)}
+        loc = rule.head.locspec or 0
+        return [Fact(rule.head.relation, h, loc) for h in sorted(heads, key=sort_key)]
+
+    def _stored(self, head: Fact) -> list[Fact]:
+        """What ``delete head`` removes: the stored fact with the head's key (all arguments
+        when the table declares none)."""
+        pos = self.engine.state.ledger.keys.get(head.relation, tuple(range(len(head.args))))
+        rows = self.engine.state.db.lookup(head.relation, {p: head.args[p] for p in pos})
+        return [Fact(head.relation, r, head.loc) for r in rows]
+
+    def _write(self, updates: list[tuple]) -> Delta | None:
+        if not updates:
+            return None
+        for sign, f, t, _ in updates:
+            reg = self._reg(f)
+            if sign == "+" and f.relation in self.lifetimes:
+                self._expiry[reg] = (t + self.lifetimes[f.relation], f)
+            elif sign == "-" and reg in self._expiry and self._expiry[reg][1] == f:
+                del self._expiry[reg]
+        return self.engine.apply(updates)
+
+    def _delta_events(self, delta: Delta | None) -> list[Fact]:
+        """Facts newly derived into view-kept events: each is an occurrence."""
+        if delta is None:
+            return []
+        out = []
+        for rel in sorted(self.plan.events & delta.added.keys()):
+            loc = self.plan.locspec.get(rel, 0)
+            out += [Fact(rel, row, loc) for row in sorted(delta.added[rel], key=sort_key)]
+        return out
+
+    # -- helpers --------------------------------------------------------------------------
+    def _reg(self, f: Fact) -> tuple:
+        pos = self.engine.state.ledger.keys.get(f.relation)
+        return (f.relation, f.args if pos is None else tuple(f.args[p] for p in pos))
+
+    def _nodes(self) -> tuple[object, ...]:
+        if self.nodes is not None:
+            return self.nodes
+        locs = {f.args[f.loc] for fs in self.engine.views().values() for f in fs
+                if f.loc is not None and f.loc < len(f.args)}
+        return tuple(sorted(locs, key=sort_key))
+
+    def _next_due(self) -> float | None:
+        times = [when for when, _ in self._expiry.values() if when > self.now]
+        nodes = self._nodes()
+        for timer in self.timers:
+            for i in range(len(nodes)):
+                due = timer.next_after(i, self.now)
+                if due is not None:
+                    times.append(due[0])
+        return min(times, default=None)
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
