@@ -145,10 +145,15 @@ class Seen:
         return all(r in self.nonempty for r in relations)
 
 
+#: random cases checked by ``check_stream`` in this session (printed at the end of the run)
+CASES = [0]
+
+
 def check_stream(strategy, plan, initial, batches, seed: int) -> Seen:
     """Batched, one-update-at-a-time and shuffled runs side by side, each compared with the
     reference (and so the oracle) after every batch; the batched run's delta must be the net
     change exactly."""
+    CASES[0] += 1
     relations = plan.derived | plan.base
     seen = Seen()
     rng = random.Random(seed)  # shuffled delivery, shuffled internal order
