@@ -201,7 +201,7 @@ def _bodies(prog: ColumnarProgram, sids: np.ndarray, aux: set[int]) -> list[np.n
     """Each support's body gids, an auxiliary (localization) fact replaced by its own kept
     support's body (the store shows the facts a user wrote); the auxiliary facts' supports
     are looked up once, together."""
-    body = prog.supports.body[sids]
+    body = prog.supports.bodies(sids)
     out = [row[row >= 0] for row in body]
     for _ in range(8):  # auxiliary relations may feed each other; they never recurse
         flat = np.concatenate(out) if out else np.empty(0, np.int64)
@@ -210,10 +210,10 @@ def _bodies(prog: ColumnarProgram, sids: np.ndarray, aux: set[int]) -> list[np.n
             break
         ag = np.unique(flat[is_aux])
         inner = prog.supports.first_of(ag)
-        sub = {}
-        for g, s in zip(ag.tolist(), inner.tolist(), strict=True):
-            b = prog.supports.body[s] if s >= 0 else np.array([g], dtype=np.int64)
-            sub[g] = b[b >= 0].tolist() if s >= 0 else [g]
+        have = inner >= 0
+        sub = {g: [g] for g in ag[~have].tolist()}
+        for g, b in zip(ag[have].tolist(), prog.supports.bodies(inner[have]), strict=True):
+            sub[g] = b[b >= 0].tolist()
         aux_set = set(ag.tolist())
         out = [np.array([x for g in row.tolist() for x in (sub[g] if g in aux_set else (g,))],
                         dtype=np.int64) for row in out]

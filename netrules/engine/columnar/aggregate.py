@@ -121,8 +121,7 @@ def touched_groups(ar: AggRule, prog: ColumnarProgram, d_in: Rows, a_in: Rows,
 def _touched(ar: AggRule, prog: ColumnarProgram, ch: _Changes) -> np.ndarray:
     """Group rows (ids of the head's group arguments) whose bindings changed in the batch."""
     new: Reader = lambda rel, rows: rel.alive[rows]  # noqa: E731
-    batch = ch.batch
-    old: Reader = lambda rel, rows: rel.was_alive(rows, batch)  # noqa: E731
+    old: Reader = lambda rel, rows: rel.was_alive(rows)  # noqa: E731
     d_in: Rows = {}
     a_in: Rows = {}
     for name in {a.relation for a in ar.atoms} | {a.relation for a, _ in ar.negs}:

@@ -1,10 +1,11 @@
-"""A hash map from int64 keys to int64 values, probed and filled a whole array at a time.
+"""A hash map from int64 keys to values below 2**31, probed and filled a whole array at a time.
 
 Open addressing with linear probing over two NumPy arrays. A call costs a handful of NumPy
 passes whatever its size (the loop runs once per probe step, over the keys still looking), so
 one changed fact costs microseconds and a million cost a fraction of a second: the map is what
 lets maintenance stay proportional to the change while a view holds millions of rows.
-Keys must be non-negative (the packed keys of ``keys.py`` are).
+Keys must be non-negative (the packed keys of ``keys.py`` are). Values are rows and ids, all
+below 2**31 (``values.py``), so they are kept as int32: a quarter of a backbone's view is map.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class Int64Map:
 
     def _alloc(self, cap: int) -> None:
         self._keys = np.full(cap, _EMPTY, dtype=np.int64)
-        self._vals = np.zeros(cap, dtype=np.int64)
+        self._vals = np.zeros(cap, dtype=np.int32)
         self._mask = cap - 1
         self._shift = np.uint64(64 - (cap.bit_length() - 1))
         self._gone = 0

@@ -76,14 +76,20 @@ class _Changes:
         self.killed: dict[str, list[np.ndarray]] = {}
 
     def touch(self, rel: Relation, rows: np.ndarray) -> None:
-        first = rows[rel.tbatch[rows] != self.batch]
+        first = rows[~rel.touched[rows]]
         if len(first):
             rel.tbefore[first] = rel.alive[first]
-            rel.tbatch[first] = self.batch
+            rel.touched[first] = True
             self.rows.setdefault(rel.name, []).append(first)
 
     def kill(self, name: str, rows: np.ndarray) -> None:
         self.killed.setdefault(name, []).append(rows)
+
+    def end(self, rels: dict[str, Relation]) -> None:
+        """Clear the touched flags: the next batch starts from the view as it is."""
+        for name, parts in self.rows.items():
+            for rows in parts:
+                rels[name].touched[rows] = False
 
     def net(self, rel: Relation) -> tuple[np.ndarray, np.ndarray]:
         """(added, removed) rows of ``rel`` over the batch."""
@@ -124,6 +130,8 @@ class ColumnarProgram:
         why = unsupported(plan)
         if why:
             raise EngineError(why)
+        if not 1 <= k <= 127:
+            raise EngineError(f"k={k}: the columnar engine keeps 1 to 127 supports a fact")
         self.plan, self.k = plan, k
         self.values = Values()
         self.pairs = Pairs()
@@ -199,41 +207,44 @@ class ColumnarProgram:
         self.batch += 1
         self.supports.touched = []
         ch = _Changes(self.batch)
-        for name, cols in vanished.items():
-            rel = self.relation(name, cols.shape[1])
-            rows = rel.find(cols)
-            rows = np.unique(rows[rows >= 0])
-            rows = rows[rel.alive[rows]]
-            ch.touch(rel, rows)
-            rel.set_dead(rows)
-            ch.kill(name, rows)
-        for name, cols in appeared.items():
-            rel = self.relation(name, cols.shape[1])
-            rows = np.unique(rel.rows_for(cols))
-            rows = rows[~rel.alive[rows]]
-            ch.touch(rel, rows)
-            rel.set_alive(rows)
-        for (stratum, srels), rules, aggs in zip(self.strata, self.rules, self.aggs,
-                                                 strict=True):
-            if stratum.index in self.stages:
-                self.stages[stratum.index].maintain(ch)
-                continue
-            for ar in aggs:
-                maintain_aggregate(ar, self, ch)
-            if rules:
-                self._maintain(srels, rules, ch)
-        self.supports.compact()
-        self.supports.settle()
-        self.supports.trim()
-        for rel in self.rels.values():
-            rel.settle()
-            rel.trim()
-        out = {}
-        for name, rel in self.rels.items():
-            add, rem = ch.net(rel)
-            if len(add) or len(rem):
-                out[name] = (add, rem)
-        return out
+        try:
+            for name, cols in vanished.items():
+                rel = self.relation(name, cols.shape[1])
+                rows = rel.find(cols)
+                rows = np.unique(rows[rows >= 0])
+                rows = rows[rel.alive[rows]]
+                ch.touch(rel, rows)
+                rel.set_dead(rows)
+                ch.kill(name, rows)
+            for name, cols in appeared.items():
+                rel = self.relation(name, cols.shape[1])
+                rows = np.unique(rel.rows_for(cols))
+                rows = rows[~rel.alive[rows]]
+                ch.touch(rel, rows)
+                rel.set_alive(rows)
+            for (stratum, srels), rules, aggs in zip(self.strata, self.rules, self.aggs,
+                                                     strict=True):
+                if stratum.index in self.stages:
+                    self.stages[stratum.index].maintain(ch)
+                    continue
+                for ar in aggs:
+                    maintain_aggregate(ar, self, ch)
+                if rules:
+                    self._maintain(srels, rules, ch)
+            self.supports.compact()
+            self.supports.settle()
+            self.supports.trim()
+            for rel in self.rels.values():
+                rel.settle()
+                rel.trim()
+            out = {}
+            for name, rel in self.rels.items():
+                add, rem = ch.net(rel)
+                if len(add) or len(rem):
+                    out[name] = (add, rem)
+            return out
+        finally:
+            ch.end(self.rels)
 
     def _below(self, srels: frozenset[str], rules: list[_Rule]) -> set[str]:
         return {a.relation for r in rules for a in r.atoms if a.relation not in srels}
@@ -273,8 +284,7 @@ class ColumnarProgram:
     def _blocked(self, srels: frozenset[str], rules: list[_Rule], ch: _Changes) -> np.ndarray:
         """Kept supports that relied on the absence of a fact that appeared below: the
         derivations that held over the old view and meet a newly added negated row."""
-        batch = ch.batch
-        old: Reader = lambda rel, rows: rel.was_alive(rows, batch)  # noqa: E731
+        old: Reader = lambda rel, rows: rel.was_alive(rows)  # noqa: E731
         found = []
         for r, atom, join, rows in self._neg_changes(rules, ch, 0):
             tab = join.run(self.rels, self.values, self.start(r.rule, atom, rows, None),
@@ -290,7 +300,7 @@ class ColumnarProgram:
             qi, sids = self.supports.of_heads(hg)
             live = self.supports.rule[sids] == r.id
             qi, sids = qi[live], sids[live]
-            same = np.all(self.supports.body[sids] == body[qi], axis=1)
+            same = np.all(self.supports.bodies(sids) == body[qi], axis=1)
             found.append(sids[same])
         return np.concatenate(found) if found else np.empty(0, np.int64)
 
@@ -328,13 +338,13 @@ class ColumnarProgram:
                 sids = np.concatenate([sids, first[self.supports.alive[first]]])
                 first = None
             if len(sids):
-                hc, _ = split_gid(self.supports.head[sids])
+                hc, _ = split_gid(self.supports.heads(sids))
                 sids = sids[hc == codes[0]] if len(codes) == 1 else sids[np.isin(hc, codes)]
             if not len(sids):
                 break
             sids = self._distinct(sids)
             self.supports.kill(sids)
-            hc, hr = split_gid(self.supports.head[sids])
+            hc, hr = split_gid(self.supports.heads(sids))
             nxt = []
             for code in codes if len(codes) > 1 else codes[:1]:
                 rows = hr[hc == code] if len(codes) > 1 else hr
@@ -548,7 +558,7 @@ class ColumnarProgram:
         s = int(sids[0])
         r = self.rule_list[int(self.supports.rule[s])]
         body = []
-        for g in self.supports.body[s]:
+        for g in self.supports.bodies(np.array([s]))[0]:
             if g < 0:
                 continue
             code, brow = split_gid(np.int64(g))

@@ -4,8 +4,9 @@ Rows never move. A fact keeps its row for the engine's life: deleting it clears 
 inserting it again revives the same row, so supports and indexes that name rows stay valid
 without compaction, and memory is bounded by the distinct facts ever seen. Per-row state is
 plain arrays: ``rank`` (derivation height inside its stratum, paper 000's acyclic
-derivations), ``nsup`` (kept supports still standing), and ``tbatch``/``tbefore`` (the batch
-that last touched the row and whether it was alive before: the old view, without a copy).
+derivations), ``nsup`` (kept supports still standing), and ``touched``/``tbefore`` (whether
+the batch under way touched the row, and if so whether it was alive before: the old view,
+without a copy; the batch clears ``touched`` when it ends).
 """
 
 from __future__ import annotations
@@ -46,15 +47,16 @@ def expand(skeys: np.ndarray, srows: np.ndarray, q: np.ndarray) -> tuple[np.ndar
         return np.empty(0, np.int64), np.empty(0, np.int64)
     qi = np.repeat(np.arange(len(q), dtype=np.int64), cnt)
     first = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt)
-    return qi, srows[first + np.arange(total, dtype=np.int64)]
+    return qi, srows[first + np.arange(total, dtype=np.int64)].astype(np.int64)
 
 
 class Buckets:
-    """A multimap from int64 keys to int64 values, as a log-structured set of key-sorted
-    runs. Appends are only recorded; the first probe after them sorts what was recorded as
-    one run, and runs of similar size merge (a binary counter), so an entry is re-sorted
-    O(log n) times over its life and a probe searches O(log n) runs. A load that appends
-    round after round and never probes pays one sort."""
+    """A multimap from integer keys (int64, or int32 where the caller appends them so) to
+    values below 2**31 (rows, support ids: kept as int32, given back as int64), as a
+    log-structured set of key-sorted runs. Appends are only recorded; the first probe after
+    them sorts what was recorded as one run, and runs of similar size merge (a binary
+    counter), so an entry is re-sorted O(log n) times over its life and a probe searches
+    O(log n) runs. A load that appends round after round and never probes pays one sort."""
 
     def __init__(self, keys: np.ndarray | None = None, vals: np.ndarray | None = None) -> None:
         self.runs: list[tuple[np.ndarray, np.ndarray]] = []
@@ -65,7 +67,7 @@ class Buckets:
 
     def append(self, keys: np.ndarray, vals: np.ndarray) -> None:
         if len(keys):
-            self.pending.append((keys, vals))
+            self.pending.append((keys, vals.astype(np.int32)))
             self.n += len(keys)
 
     def settle(self) -> None:
@@ -99,6 +101,7 @@ class Buckets:
     def _probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not self.runs:
             return np.empty(0, np.int64), np.empty(0, np.int64)
+        q = q.astype(self.runs[0][0].dtype, copy=False)  # searchsorted would cast the run
         if len(self.runs) == 1:
             return expand(*self.runs[0], q)
         parts = [expand(k, v, q) for k, v in self.runs]
@@ -110,7 +113,7 @@ class Buckets:
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     def nbytes(self) -> int:
-        return 16 * self.n
+        return sum(k.nbytes + v.nbytes for k, v in self.runs + self.pending)
 
 
 class _Index:
@@ -144,14 +147,14 @@ class Relation:
         self.cols = np.zeros((cap, arity), dtype=np.int32)
         self.alive = np.zeros(cap, dtype=bool)
         self.rank = np.zeros(cap, dtype=np.int32)
-        self.nsup = np.zeros(cap, dtype=np.int32)
-        self.tbatch = np.zeros(cap, dtype=np.int32)
+        self.nsup = np.zeros(cap, dtype=np.int8)  # at most K supports
+        self.touched = np.zeros(cap, dtype=bool)
         self.tbefore = np.zeros(cap, dtype=bool)
         self.map = Int64Map()
         self.count = 0
         self._indexes: dict[tuple[int, ...], _Index] = {}
 
-    _ARRAYS = ("alive", "cols", "rank", "nsup", "tbatch", "tbefore")
+    _ARRAYS = ("alive", "cols", "rank", "nsup", "touched", "tbefore")
 
     def _reserve(self, need: int) -> None:
         grow(self, self._ARRAYS, self.n, need)
@@ -228,9 +231,9 @@ class Relation:
         wrap)."""
         return self.cols[rows, p].astype(np.int64)
 
-    def was_alive(self, rows: np.ndarray, batch: int) -> np.ndarray:
-        """Alive before batch ``batch`` began."""
-        return np.where(self.tbatch[rows] == batch, self.tbefore[rows], self.alive[rows])
+    def was_alive(self, rows: np.ndarray) -> np.ndarray:
+        """Alive before the batch under way began."""
+        return np.where(self.touched[rows], self.tbefore[rows], self.alive[rows])
 
     def alive_rows(self) -> np.ndarray:
         return np.flatnonzero(self.alive[: self.n])
@@ -263,6 +266,6 @@ class Relation:
         return ok[qi], rows
 
     def nbytes(self) -> int:
-        per_row = self.cols.itemsize * self.arity + 1 + 4 + 4 + 4 + 1
+        per_row = self.cols.itemsize * self.arity + 1 + 4 + 1 + 1 + 1
         return (per_row * len(self.alive) + self.map.nbytes()
                 + sum(ix.nbytes() for ix in self._indexes.values()))

@@ -1,8 +1,11 @@
 """Kept supports as columns: which rule instance holds each derived fact up.
 
 A fact is named by a *gid*, ``relation code << 34 | row``. A support is a row of ``head``,
-``rule`` and ``body`` gids (padded with -1 to the widest rule); two multimaps find the supports
-a body fact takes part in (the kill phase's frontier step); a head's supports are found from
+``rule`` and ``body`` (padded with -1 to the widest rule), stored as int32 *rows*: a rule fixes
+the relation of its head and of each body atom, so the codes are kept once per rule and the
+gids rebuilt on the way out (``heads``, ``bodies``), which halves the largest arrays of a
+backbone's view. A multimap finds the supports a body fact takes part in (the kill phase's
+frontier step); a head's supports are found from
 ``first`` (per relation, per row: the first of the block of supports the fact was given when
 it last became alive; a fact's kept supports are always made together, so they are adjacent).
 At most K supports are kept per fact, each well-founded (its same-stratum body facts have a
@@ -37,12 +40,16 @@ class Supports:
         self.first: dict[int, np.ndarray] = {}
         self.n = 0
         cap = 1024
-        self.head = np.zeros(cap, np.int64)
-        self.rule = np.zeros(cap, np.int32)
-        self.body = np.full((cap, self.width), -1, np.int64)
+        self.head = np.zeros(cap, np.int32)
+        self.rule = np.zeros(cap, np.int16)
+        self.body = np.full((cap, self.width), -1, np.int32)
         self.alive = np.zeros(cap, bool)
+        # per rule id: the code of its head's relation and of each body atom's (-1: none yet)
+        self.head_code = np.full(0, -1, np.int64)
+        self.body_code = np.full((0, self.width), -1, np.int64)
         self.count = 0
-        self.by_body = Buckets()
+        # supports by body fact, one multimap per body relation keyed by int32 row
+        self.by_body: dict[int, Buckets] = {}
         self.touched: list[np.ndarray] = []  # head gids whose supports changed this batch
 
     _ARRAYS = ("alive", "head", "rule", "body")
@@ -50,10 +57,48 @@ class Supports:
     def _reserve(self, need: int) -> None:
         grow(self, self._ARRAYS, self.n, need, {"body": -1})
 
+    def _learn(self, head: np.ndarray, rule: np.ndarray, body: np.ndarray) -> None:
+        """Record the relation codes of rules seen for the first time."""
+        top = int(rule.max()) + 1
+        if top > np.iinfo(np.int16).max:
+            raise OverflowError("more than 32767 rules in one columnar program")
+        if top > len(self.head_code):
+            hc = np.full(top, -1, np.int64)
+            hc[: len(self.head_code)] = self.head_code
+            bc = np.full((top, self.width), -1, np.int64)
+            bc[: len(self.body_code)] = self.body_code
+            self.head_code, self.body_code = hc, bc
+        new, at = np.unique(rule, return_index=True)
+        fresh = self.head_code[new] < 0
+        new, at = new[fresh], at[fresh]
+        if len(new):
+            self.head_code[new] = head[at] >> _ROW_BITS
+            b = body[at]
+            self.body_code[new, : body.shape[1]] = np.where(b >= 0, b >> _ROW_BITS, -1)
+
+    def _index(self, ids: np.ndarray, body: np.ndarray) -> None:
+        sid = np.repeat(ids, body.shape[1])
+        flat = body.reshape(-1)
+        used = flat >= 0
+        code, rows = split_gid(flat[used])
+        sid = sid[used]
+        for c in np.unique(code).tolist():
+            sel = code == c
+            self.by_body.setdefault(c, Buckets()).append(rows[sel].astype(np.int32), sid[sel])
+
+    def heads(self, sids: np.ndarray) -> np.ndarray:
+        """Head gids of the given supports."""
+        return (self.head_code[self.rule[sids]] << _ROW_BITS) | self.head[sids]
+
+    def bodies(self, sids: np.ndarray) -> np.ndarray:
+        """Body gids of the given supports, a row each, -1 past the rule's atoms."""
+        rows = self.body[sids].astype(np.int64)
+        return np.where(rows >= 0, (self.body_code[self.rule[sids]] << _ROW_BITS) | rows, -1)
+
     def _first_of_code(self, code: int, need: int) -> np.ndarray:
         arr = self.first.get(code)
         if arr is None or len(arr) < need:
-            grown = np.full(max(need, 2 * (0 if arr is None else len(arr)), 16), -1, np.int64)
+            grown = np.full(max(need, 2 * (0 if arr is None else len(arr)), 16), -1, np.int32)
             if arr is not None:
                 grown[: len(arr)] = arr
             arr = self.first[code] = grown
@@ -66,18 +111,20 @@ class Supports:
         if m == 0:
             return np.empty(0, np.int64)
         start = self.n
+        if start + m >= 2**31:
+            raise OverflowError("more than 2**31 supports in one columnar program")
         self._reserve(start + m)
+        r = np.broadcast_to(np.asarray(rule, dtype=np.int64), (m,))
+        if int(r.max()) >= len(self.head_code) or (self.head_code[r] < 0).any():
+            self._learn(head, r, body)
         ids = np.arange(start, start + m, dtype=np.int64)
-        self.head[ids] = head
+        self.head[ids] = head & _ROW_MASK
         self.rule[ids] = rule
-        self.body[ids, : body.shape[1]] = body
+        self.body[ids, : body.shape[1]] = np.where(body >= 0, body & _ROW_MASK, -1)
         self.alive[ids] = True
         self.n += m
         self.count += m
-        sid = np.repeat(ids, body.shape[1])
-        flat = body.reshape(-1)
-        used = flat >= 0
-        self.by_body.append(flat[used], sid[used])
+        self._index(ids, body)
         starts = np.flatnonzero(np.r_[True, head[1:] != head[:-1]])
         code, rows = split_gid(head[starts])
         for c in np.unique(code).tolist():
@@ -103,7 +150,7 @@ class Supports:
             ok = (s0 >= 0) & (cand < self.n)
             qi = np.flatnonzero(ok)
             c = cand[qi]
-            good = self.alive[c] & (self.head[c] == heads[qi])
+            good = self.alive[c] & (self.heads(c) == heads[qi])
             qis.append(qi[good])
             sids.append(c[good])
         return np.concatenate(qis), np.concatenate(sids)
@@ -112,7 +159,15 @@ class Supports:
         """Ids of the alive supports whose body holds one of ``gids`` (may repeat)."""
         if not len(gids) or not self.count:
             return np.empty(0, np.int64)
-        _, sids = self.by_body.probe(gids)
+        code, rows = split_gid(gids)
+        parts = []
+        for c in np.unique(code).tolist():
+            b = self.by_body.get(c)
+            if b is not None:
+                parts.append(b.probe(rows[code == c].astype(np.int32))[1])
+        if not parts:
+            return np.empty(0, np.int64)
+        sids = np.concatenate(parts) if len(parts) > 1 else parts[0]
         return sids[self.alive[sids]]
 
     def of(self, head_gid: int) -> np.ndarray:
@@ -121,7 +176,7 @@ class Supports:
     def kill(self, sids: np.ndarray) -> None:
         self.alive[sids] = False
         self.count -= len(sids)
-        self.touched.append(self.head[sids])
+        self.touched.append(self.heads(sids))
 
     def first_of(self, heads: np.ndarray) -> np.ndarray:
         """Per head gid, its alive support of least id (the one the store shows), or -1."""
@@ -137,8 +192,8 @@ class Supports:
         return out
 
     def nbytes(self) -> int:
-        per = 8 + 4 + 8 * self.width + 1
-        return (per * len(self.alive) + self.by_body.nbytes()
+        per = 4 + 2 + 4 * self.width + 1
+        return (per * len(self.alive) + sum(b.nbytes() for b in self.by_body.values())
                 + sum(a.nbytes for a in self.first.values()))
 
     def trim(self) -> None:
@@ -152,9 +207,9 @@ class Supports:
 
     def settle(self) -> None:
         """Sort a large batch's appended index entries now (the batch pays, not the next)."""
-        b = self.by_body
-        if sum(len(k) for k, _ in b.pending) > 65_536:
-            b.settle()
+        for b in self.by_body.values():
+            if sum(len(k) for k, _ in b.pending) > 65_536:
+                b.settle()
 
     def compact(self) -> None:
         """Drop dead supports (link flaps leave them behind) once they outnumber the living;
@@ -175,22 +230,20 @@ class Supports:
                 cand = s0 + j
                 ok = cand < self.n
                 good = np.zeros(len(rows), bool)
-                good[ok] = self.alive[cand[ok]] & (self.head[cand[ok]] == heads[ok])
+                good[ok] = self.alive[cand[ok]] & (self.heads(cand[ok]) == heads[ok])
                 best[good] = newid[cand[good]]
-            out = np.full(len(arr), -1, np.int64)
+            out = np.full(len(arr), -1, np.int32)
             out[rows] = best
             first[c] = out
         head, rule, body = self.head[keep], self.rule[keep], self.body[keep]
-        touched, k = self.touched, self.k
+        touched, k, codes = self.touched, self.k, (self.head_code, self.body_code)
         self.__init__(self.width, k)  # type: ignore[misc]
+        self.head_code, self.body_code = codes
         self._reserve(len(keep))
         ids = np.arange(len(keep), dtype=np.int64)
         self.head[ids], self.rule[ids], self.body[ids] = head, rule, body
         self.alive[ids] = True
         self.n = self.count = len(keep)
-        sid = np.repeat(ids, body.shape[1])
-        flat = body.reshape(-1)
-        used = flat >= 0
-        self.by_body.append(flat[used], sid[used])
+        self._index(ids, self.bodies(ids))
         self.first = first
         self.touched = touched
