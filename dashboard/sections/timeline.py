@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from dashboard import data
 
-__all__ = ["TITLE", "render", "frame"]
+__all__ = ["TITLE", "render", "frame", "chart"]
 
 TITLE = "Timeline"
 
@@ -29,7 +29,8 @@ def frame(url: str) -> pd.DataFrame:
                                  "changed facts"])
 
 
-def _chart(df: pd.DataFrame) -> go.Figure:
+def chart(df: pd.DataFrame) -> go.Figure:
+    """The three series of :func:`frame` stacked on one event-time axis."""
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=("links down", "active incidents", "changed facts"))
     when = [data.format_time(t) for t in df["time"]]
@@ -83,7 +84,7 @@ def render(url: str) -> None:
     if df.empty:
         st.info("No batch in that range.")
         return
-    st.plotly_chart(_chart(df), key="timeline_chart")
+    st.plotly_chart(chart(df), key="timeline_chart")
     st.caption(f"{len(df)} batches; links down after the last {int(df['links down'].iloc[-1])},"
                f" at most {int(df['links down'].max())}; "
                f"{int(df['changed facts'].sum())} facts changed.")

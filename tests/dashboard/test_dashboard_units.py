@@ -154,3 +154,15 @@ def test_dashboard_never_imports_spark_or_the_engine() -> None:
             "bad = [m for m in sys.modules if m.startswith(('pyspark', 'netrules.engine'))]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True)
+
+
+def test_the_served_process_warms_up_without_spark_or_the_engine() -> None:
+    """serve.warm() runs what the first visit would (imports, figures, the parser) and so
+    must keep working as the app changes, still without Spark or the engine."""
+    code = ("import sys\nfrom dashboard import serve\nserve.warm()\n"
+            "assert 'dashboard.sections.timeline' in sys.modules\n"
+            "bad = [m for m in sys.modules if m.startswith(('pyspark', 'netrules.engine'))]\n"
+            "assert not bad, bad")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "No runtime found" not in proc.stderr  # the warm-up's own imports stay quiet
