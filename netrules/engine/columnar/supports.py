@@ -77,14 +77,21 @@ class Supports:
             self.body_code[new, : body.shape[1]] = np.where(b >= 0, b >> _ROW_BITS, -1)
 
     def _index(self, ids: np.ndarray, body: np.ndarray) -> None:
-        sid = np.repeat(ids, body.shape[1])
-        flat = body.reshape(-1)
-        used = flat >= 0
-        code, rows = split_gid(flat[used])
-        sid = sid[used]
-        for c in np.unique(code).tolist():
-            sel = code == c
-            self.by_body.setdefault(c, Buckets()).append(rows[sel].astype(np.int32), sid[sel])
+        for j in range(body.shape[1]):
+            col = body[:, j]
+            used = col >= 0
+            if not used.all():
+                col, sid = col[used], ids[used]
+            else:
+                sid = ids
+            if not len(col):
+                continue
+            code, rows = split_gid(col)
+            lo, hi = int(code.min()), int(code.max())
+            for c in (lo,) if lo == hi else np.unique(code).tolist():
+                sel = slice(None) if lo == hi else code == c
+                self.by_body.setdefault(c, Buckets()).append(rows[sel].astype(np.int32),
+                                                             sid[sel])
 
     def heads(self, sids: np.ndarray) -> np.ndarray:
         """Head gids of the given supports."""
@@ -160,11 +167,13 @@ class Supports:
         if not len(gids) or not self.count:
             return np.empty(0, np.int64)
         code, rows = split_gid(gids)
+        lo, hi = int(code.min()), int(code.max())
         parts = []
-        for c in np.unique(code).tolist():
+        for c in (lo,) if lo == hi else np.unique(code).tolist():
             b = self.by_body.get(c)
             if b is not None:
-                parts.append(b.probe(rows[code == c].astype(np.int32))[1])
+                sel = rows if lo == hi else rows[code == c]
+                parts.append(b.probe(sel.astype(np.int32))[1])
         if not parts:
             return np.empty(0, np.int64)
         sids = np.concatenate(parts) if len(parts) > 1 else parts[0]
