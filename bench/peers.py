@@ -7,7 +7,8 @@ regenerates its own section of docs/benchmarks.md (between the ``peers`` markers
 the file is kept) and the plots under docs/img/.
 
 Contenders on the same view (reachability):
-  * netrules incremental ``psn`` and ``dred`` (dred on small graphs only);
+  * netrules ``columnar`` (the default engine), and per-fact ``psn`` and ``dred`` (dred on
+    small graphs only) for comparison;
   * ``rematerialize``: netrules' from-scratch reference path (recompute and diff per batch);
   * netrules engine ``--engine spark`` (psn hot path + Spark mirror): Spark jobs per batch;
   * netrules from scratch on Spark (``spark_evaluate``, partitioned, same session);
@@ -227,12 +228,12 @@ def bench_topology(label: str, spec: str, args: argparse.Namespace, spark: Any) 
     print(f"\n== {label} ({spec}): {n} nodes, {G.number_of_edges()} links", flush=True)
 
     # which contenders run here, and how many (down, up) pairs of each workload they take
-    strategies = ["psn"]
+    strategies = ["columnar", "psn"]
     if n <= args.dred_max_nodes:
         strategies.append("dred")
     strategies.append("rematerialize")
-    cap = {"psn": None, "dred": None, "rematerialize": 1 if large else None,
-           "networkx": None if not large else 3}
+    cap = {"columnar": None, "psn": 3 if large else None, "dred": None,
+           "rematerialize": 1 if large else None, "networkx": None if not large else 3}
     states: dict[str, Any] = {}
     series: dict[str, Series] = {}
     for name in strategies:
@@ -252,9 +253,9 @@ def bench_topology(label: str, spec: str, args: argparse.Namespace, spark: Any) 
     res["contenders"]["networkx"] = {"materialize_s": sec + sec2, "peak_rss_mib": max(mem, mem2),
                                      "view_facts": len(want), "workloads": {}}
     series["networkx"] = Series()
-    exact = reach_of(states["psn"]) == want
+    exact = reach_of(states["columnar"]) == want == reach_of(states["psn"])
     res["reachable_pairs"] = len(want)
-    print(f"  networkx: all-pairs {len(want)} pairs in {sec + sec2:.2f} s; psn == networkx: "
+    print(f"  networkx: all-pairs {len(want)} pairs in {sec + sec2:.2f} s; netrules == networkx: "
           f"{exact}", flush=True)
 
     # the Spark engine (psn hot path + mirror) on the single-link workload: jobs per batch
@@ -458,7 +459,8 @@ def bench_sizing(sizes: list[int], m: int, seed: int, singles: int) -> dict:
 # ---------------------------------------------------------------- report
 
 CONTENDER_LABEL = {
-    "psn": "netrules `psn`", "dred": "netrules `dred`",
+    "columnar": "netrules `columnar` (default)",
+    "psn": "netrules `psn` (per fact)", "dred": "netrules `dred`",
     "rematerialize": "netrules `rematerialize` (from scratch, driver)",
     "spark_engine": "netrules `--engine spark` (psn + mirror)",
     "spark_scratch": "netrules from scratch on Spark", "networkx": "networkx full recompute",
@@ -490,7 +492,8 @@ def render(results: dict) -> str:
               "| contender | initial materialisation | stored records / view fact "
               "| peak RSS growth (lower bound) | Spark jobs per batch |",
               "|---|---|---|---|---|"]
-        for name in ("psn", "dred", "rematerialize", "networkx", "spark_engine", "spark_scratch"):
+        for name in ("columnar", "psn", "dred", "rematerialize", "networkx", "spark_engine",
+                     "spark_scratch"):
             if name not in c:
                 continue
             x = c[name]
@@ -512,18 +515,21 @@ def render(results: dict) -> str:
                 jobs = "0 (in process)"
             L.append(f"| {CONTENDER_LABEL[name]} | {mat} | {rec} | {mem} | {jobs} |")
         L += ["| Spark SQL `WITH RECURSIVE` | " + t["cte"] + " | | | |", ""]
-        names = [n for n in ("psn", "dred", "rematerialize", "spark_engine", "networkx")
-                 if n in c and "workloads" in c[n]]
+        names = [n for n in ("columnar", "psn", "dred", "rematerialize", "spark_engine",
+                             "networkx") if n in c and "workloads" in c[n]]
         head = "| workload | batches | changed tuples / batch | " + " | ".join(
             f"{CONTENDER_LABEL[n]} p50 / p99" for n in names)
-        head += " | from scratch on Spark | psn events/s | psn µs / changed tuple |"
-        L += [head, "|" + "---|" * (5 + len(names) + 1)]
+        head += (" | networkx / columnar p50 | from scratch on Spark | columnar events/s "
+                 "| columnar µs / changed tuple |")
+        L += [head, "|" + "---|" * (6 + len(names) + 1)]
         sc = c.get("spark_scratch", {})
         sc_cell = f"= {ms(sc['materialize_s'])}" if "materialize_s" in sc else "not run"
         for wl in t["workloads"]:
-            p = c["psn"]["workloads"].get(wl)
+            p = c["columnar"]["workloads"].get(wl)
             if not p:
                 continue
+            nxw = c.get("networkx", {}).get("workloads", {}).get(wl)
+            vs_nx = f"**{nxw['p50_s'] / p['p50_s']:,.1f}x**" if nxw and p["p50_s"] else "–"
             cells = []
             for n in names:
                 w = c[n]["workloads"].get(wl)
@@ -535,17 +541,19 @@ def render(results: dict) -> str:
                     cell += f" ({w['batches']} batches)"
                 cells.append(cell)
             L.append(f"| {wl} | {p['batches']} | {p['changed_per_batch']:,.0f} | "
-                     + " | ".join(cells) + f" | {sc_cell} | {p['events_per_s']:,.0f} | "
+                     + " | ".join(cells) + f" | {vs_nx} | {sc_cell} | {p['events_per_s']:,.0f} | "
                      f"{p['us_per_changed']:,.1f} |")
         k1 = t["workloads"][0]
-        p50 = c["psn"]["workloads"][k1]["p50_s"]
+        p50 = c["columnar"]["workloads"][k1]["p50_s"]
         ratios = []
-        for n in ("networkx", "rematerialize", "dred"):
+        for n in ("networkx", "psn", "rematerialize", "dred"):
             w = c.get(n, {}).get("workloads", {}).get(k1)
             if w:
-                ratios.append(f"{CONTENDER_LABEL[n]} / psn p50: **{w['p50_s'] / p50:,.1f}x**")
+                ratios.append(f"{CONTENDER_LABEL[n]} / columnar p50: "
+                              f"**{w['p50_s'] / p50:,.1f}x**")
         if "materialize_s" in sc:
-            ratios.append(f"from scratch on Spark / psn p50: **{sc['materialize_s'] / p50:,.0f}x**")
+            ratios.append(f"from scratch on Spark / columnar p50: "
+                          f"**{sc['materialize_s'] / p50:,.0f}x**")
         L += ["", "Ratios on single link events (this run): " + "; ".join(ratios) + ".", ""]
     cte = r.get("cte")
     if cte:
@@ -620,7 +628,7 @@ def plot(results: dict, img: Path) -> list[str]:
         return []
     img.mkdir(parents=True, exist_ok=True)
     tops = results["topologies"]
-    names = ["psn", "dred", "rematerialize", "networkx"]
+    names = ["columnar", "psn", "dred", "rematerialize", "networkx"]
     fig, axes = plt.subplots(1, len(tops), figsize=(4.2 * len(tops), 4.2), squeeze=False)
     for ax, t in zip(axes[0], tops, strict=True):
         wls = t["workloads"]
@@ -641,7 +649,7 @@ def plot(results: dict, img: Path) -> list[str]:
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for n in ["psn", "dred", "rematerialize", "networkx", "spark_scratch"]:
+    for n in ["columnar", "psn", "dred", "rematerialize", "networkx", "spark_scratch"]:
         pts = [(t["reachable_pairs"], t["contenders"][n]["materialize_s"]) for t in tops
                if "materialize_s" in t["contenders"].get(n, {})]
         if pts:
