@@ -39,6 +39,8 @@ __all__ = ["IteratedStage", "MAX_ITERATIONS"]
 
 MAX_ITERATIONS = 10_000
 Rows = dict[str, np.ndarray]
+#: per relation, the change of each input it reads since it was last computed: (gone, come)
+Pending = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
 
 
 def _empty() -> np.ndarray:
@@ -266,7 +268,7 @@ class IteratedStage:
         over = self._overdelete(d_low, a_low, self.reader(a_low, d_low))
         # rows overdeleted but not yet recomputed: the current view hides them
         hidden: Rows = dict(over)
-        pending: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+        pending: Pending = {}
         for name in self.order:
             p = {}
             for r in self.reads_of[name]:
@@ -275,10 +277,15 @@ class IteratedStage:
                     p[r] = (_empty() if d is None else d, _empty() if a is None else a)
             if p:
                 pending[name] = p
+        # From nothing every relation waits for the whole sweep (Jacobi): the oracle's own
+        # sequence of iterations, so a load is the oracle's answer for every program, not only
+        # for those with one fixpoint (maintenance needs that anyway).
+        jacobi = all(prog.rels[n].count == 0 for n in self.relations)
         for _ in range(MAX_ITERATIONS):
             if not pending:
                 return
             self.iterations += 1
+            done = []
             for name in self.order:
                 p = pending.pop(name, None)
                 if p is None:
@@ -287,29 +294,38 @@ class IteratedStage:
                 a_in = {r: a for r, (_, a) in p.items() if len(a)}
                 after = self.reader(hidden, {})
                 before = self.reader(_union(hidden, a_in), d_in)
-                gone, come = self.step(name, d_in, a_in, before, after)
-                rel = prog.rels[name]
-                if len(gone):
-                    ch.touch(rel, gone)
-                    rel.set_dead(gone)
-                    ch.kill(name, gone)
-                if len(come):
-                    ch.touch(rel, come)
-                    rel.set_alive(come)
-                # what its readers see change: from the view (hidden rows out) to the rows
-                h = hidden.pop(name, None)
-                if h is not None:
-                    gone, come = (np.setdiff1d(gone, h, assume_unique=True),
-                                  np.union1d(come, np.setdiff1d(h, gone, assume_unique=True)))
-                if not len(gone) and not len(come):
-                    continue
-                for q in self.readers_of[name]:
-                    _merge(pending.setdefault(q, {}), name, gone, come)
-                    if not any(len(d) or len(a) for d, a in pending[q].values()):
-                        del pending[q]
+                done.append((name, *self.step(name, d_in, a_in, before, after)))
+                if not jacobi:
+                    self._publish(ch, pending, hidden, *done.pop())
+            for name, gone, come in done:
+                self._publish(ch, pending, hidden, name, gone, come)
         raise EvalError(f"relations {', '.join(sorted(self.relations))} recurse through an "
                         f"aggregate and did not settle after {MAX_ITERATIONS} iterations "
                         "(does a cycle of zero or negative costs keep improving?)")
+
+    def _publish(self, ch: _Changes, pending: Pending, hidden: Rows, name: str,
+                 gone: np.ndarray, come: np.ndarray) -> None:
+        """Apply a relation's step and add it to the pending input of its readers."""
+        prog = self.prog
+        rel = prog.rels[name]
+        if len(gone):
+            ch.touch(rel, gone)
+            rel.set_dead(gone)
+            ch.kill(name, gone)
+        if len(come):
+            ch.touch(rel, come)
+            rel.set_alive(come)
+        # what its readers see change: from the view (hidden rows out) to the rows
+        h = hidden.pop(name, None)
+        if h is not None:
+            gone, come = (np.setdiff1d(gone, h, assume_unique=True),
+                          np.union1d(come, np.setdiff1d(h, gone, assume_unique=True)))
+        if not len(gone) and not len(come):
+            return
+        for q in self.readers_of[name]:
+            _merge(pending.setdefault(q, {}), name, gone, come)
+            if not any(len(d) or len(a) for d, a in pending[q].values()):
+                del pending[q]
 
 
 def _union(a: Rows, b: Rows) -> Rows:
