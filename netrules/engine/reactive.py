@@ -71,7 +71,7 @@ class Reactive:
         self._seq = 0
         self._eid = 0
         self._timers_done = float("-inf")  # the last instant whose timers fired
-        self.fired: Counter[str] = Counter()  # event occurrences by relation
+        self.fired: Counter[str] = Counter()  # occurrences by relation (tables: their deltas)
 
     # -- the clock ------------------------------------------------------------------------
     def apply(self, batch: Iterable[tuple], time: float) -> None:
