@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from netrules.errors import Diagnostic, PlanError
 from netrules.lang import ast
-from netrules.lang.events import reading
+from netrules.lang.events import PERIODIC, reading
 from netrules.plan.delta import DeltaRule, delta_rules
 from netrules.plan.localize import localize
 from netrules.plan.stratify import Stratum, stratify
@@ -105,6 +105,10 @@ class Plan:
         if self.reactive:
             out.append("event rules (fire on an event; their heads persist):")
             out.extend(f"  {r}" for r in self.reactive)
+            heads = {r.head.relation for r in self.reactive} | {PERIODIC}
+            outside = {a.relation for r in self.reactive for a in r.atoms()} & self.events
+            if outside - heads:
+                out.append(f"events fed from outside: {', '.join(sorted(outside - heads))}")
         return "\n".join(out)
 
 

@@ -75,6 +75,7 @@ def test_netrules_check_accepts_it_unmodified(name: str) -> None:
     r = CliRunner().invoke(main, ["check", str(HERE / name)])
     assert r.exit_code == 0, r.output
     assert "r32 eLSU(@Broadcast," in r.output and "r02 eLinkCount" in r.output
+    assert "events fed from outside: link\n" in r.output
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
