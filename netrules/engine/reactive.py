@@ -11,8 +11,12 @@ The clock is the caller's: the simulator's in simulation, the event log's event 
 replay, so the same inputs give the same firings. ``advance(t)`` runs every instant up to
 ``t`` in time order; at each, soft state whose lifetime ran out expires first, then the due
 ``periodic`` timers fire, then events cascade first-in first-out: an event's rules all read the
-tables as they were when it occurred, their writes are applied together, and facts newly
-derived into view-kept events occur next. Ties in time go to the smaller fact.
+tables as they were when it occurred, and their writes are applied together. A write that
+inserts a tuple into a table, or rewrites one unchanged (a refresh, as RapidNet's generated
+``...Ref`` handlers see it), is itself an occurrence for the rules a table delta fires
+(``Plan.triggered``), queued after the events already waiting. Events fed from outside (P2's
+reading: RapidNet's ``link``, raised by its neighbour discovery) arrive through ``apply``.
+Ties in time go to the smaller fact.
 """
 
 from __future__ import annotations
@@ -22,11 +26,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from netrules.engine.engine import Engine
-from netrules.engine.reference import Database, head_fact, solve_body
-from netrules.engine.strategies.base import Delta
+from netrules.engine.event_heads import Neighbours, event_heads
 from netrules.engine.timers import Timer, timers_of
 from netrules.errors import EngineError
-from netrules.facts import Fact, sort_key
+from netrules.facts import Fact, Value, sort_key
 from netrules.lang import ast
 from netrules.lang.builtins import set_time
 from netrules.lang.events import PERIODIC
@@ -41,10 +44,15 @@ class Reactive:
     """A program with event rules: views kept by ``Engine``, event rules fired on the clock."""
 
     def __init__(self, plan: Plan, strategy: str = "auto", *,
-                 nodes: Sequence[object] | None = None) -> None:
+                 nodes: Sequence[object] | None = None,
+                 neighbours: Neighbours | None = None) -> None:
         """``nodes``: where ``periodic`` fires, in spacing order (the simulator's nodes);
-        default: every location of a present fact, by ``sort_key``, at each firing."""
+        default: every location of a present fact or an event that occurred, by
+        ``sort_key``, at each firing. ``neighbours(n)``: the nodes a ``@Broadcast`` from
+        ``n`` reaches (the radio range); default: every other node (a shared LAN)."""
         self.plan = plan
+        self.neighbours: Neighbours = neighbours or self._others
+        self._seen: set[Value] = set()
         self.engine = Engine(replace(plan, reactive=()), strategy)
         self.nodes = tuple(nodes) if nodes is not None else None
         self.now = 0.0
@@ -53,26 +61,39 @@ class Reactive:
         self.lifetimes = {m.name: m.lifetime for m in plan.program.materialized
                           if m.name in self.tables and m.lifetime != float("inf")}
         self._expiry: dict[tuple, tuple[float, Fact]] = {}
+        # what each occurrence fires: an event's rules, and a table's for its deltas
         self._by_event: dict[str, list[tuple[ast.Rule, int]]] = {}
         for r in plan.reactive:
             for i, a in enumerate(r.atoms()):
-                if a.relation in plan.events:
+                if a.relation in plan.events or r in plan.triggered:
                     self._by_event.setdefault(a.relation, []).append((r, i))
+        self._triggers = {a.relation for r in plan.triggered for a in r.atoms()}
         self._seq = 0
         self._eid = 0
         self._timers_done = float("-inf")  # the last instant whose timers fired
-        self.fired: Counter[str] = Counter()  # event occurrences by relation
+        self.fired: Counter[str] = Counter()  # occurrences by relation (tables: their deltas)
 
     # -- the clock ------------------------------------------------------------------------
     def apply(self, batch: Iterable[tuple], time: float) -> None:
-        """Run every instant before ``time``, then apply ``batch`` (signed base facts) at
-        ``time`` and let the events it causes cascade."""
+        """Run every instant before ``time``, then apply ``batch`` (signed base facts, and
+        ``+`` occurrences of events fed from outside) at ``time`` and let the events it
+        causes cascade."""
         if time < self.now:
             raise EngineError(f"updates at time {time} arrive after time {self.now} ran; "
                               "the event-time clock does not go back")
         self.advance(time, inclusive=False)
-        items = [(*u[:2], time, self._next_seq()) if len(u) < 3 else u for u in batch]
-        self._instant(time, items)
+        items, occurred = [], []
+        for u in batch:
+            if u[1].relation not in self.plan.events:
+                items.append((*u[:2], time, self._next_seq()) if len(u) < 3 else u)
+            elif u[0] == "+":
+                occurred.append(u[1])
+                self._seen.add(u[1].args[u[1].loc or 0])
+            else:
+                raise EngineError(f"{u[1]} is an event: it occurs ('+') and cannot be "
+                                  "retracted ('-'); a link that goes down stops being "
+                                  "announced")
+        self._instant(time, items, occurred)
 
     def advance(self, until: float, *, inclusive: bool = True) -> None:
         """Run, in time order, every expiry and timer firing up to ``until``."""
@@ -84,14 +105,16 @@ class Reactive:
         return self.engine.views()
 
     # -- one instant ----------------------------------------------------------------------
-    def _instant(self, t: float, updates: list[tuple]) -> None:
+    def _instant(self, t: float, updates: list[tuple], occurred: Sequence[Fact] = ()
+                 ) -> None:
         self.now = t
         set_time(t)
         gone = sorted((k for k, (when, _) in self._expiry.items() if when <= t), key=sort_key)
         for k in gone:
             _, f = self._expiry.pop(k)
             updates.append(("-", f, t, self._next_seq()))
-        queue: deque[Fact] = deque(self._delta_events(self._write(updates)))
+        queue: deque[Fact] = deque(self._write(updates))
+        queue.extend(occurred)
         if t <= self._timers_done:
             self._cascade(t, queue)
             return
@@ -115,26 +138,15 @@ class Reactive:
             self.fired[ev.relation] += 1
             writes: list[tuple] = []
             for rule, i in self._by_event.get(ev.relation, ()):
-                for head in self._fire(rule, i, ev):
+                heads = event_heads(rule, i, ev, self.engine.state.db, self.neighbours)
+                for head in heads:
                     if head.relation in self.plan.events:
                         queue.append(head)
                     elif rule.delete:
                         writes += [("-", f, t, self._next_seq()) for f in self._stored(head)]
                     else:
                         writes.append(("+", head, t, self._next_seq()))
-            if writes:
-                queue.extend(self._delta_events(self._write(writes)))
-
-    def _fire(self, rule: ast.Rule, i: int, ev: Fact) -> list[Fact]:
-        """The heads ``rule`` writes when ``ev`` occurs as its ``i``-th atom."""
-        if rule.atoms()[i].arity != len(ev.args):
-            return []  # another periodic form
-        db = self.engine.state.db
-        read = {j: db for j in range(len(rule.atoms()))}
-        read[i] = Database([ev])
-        heads = {head_fact(rule, b) for b in solve_body(rule, read, neg=db, first=i)}
-        loc = rule.head.locspec or 0
-        return [Fact(rule.head.relation, h, loc) for h in sorted(heads, key=sort_key)]
+            queue.extend(self._write(writes))
 
     def _stored(self, head: Fact) -> list[Fact]:
         """What ``delete head`` removes: the stored fact with the head's key (all arguments
@@ -143,26 +155,27 @@ class Reactive:
         rows = self.engine.state.db.lookup(head.relation, {p: head.args[p] for p in pos})
         return [Fact(head.relation, r, head.loc) for r in rows]
 
-    def _write(self, updates: list[tuple]) -> Delta | None:
+    def _write(self, updates: list[tuple]) -> list[Fact]:
+        """Apply ``updates``; return the table occurrences they cause: each tuple inserted
+        into, or written unchanged into, a table a rule is triggered by, in table order."""
         if not updates:
-            return None
+            return []
+        db = self.engine.state.db
+        refreshed = {(f.relation, f.args): f for sign, f, *_ in updates
+                     if sign == "+" and f.relation in self._triggers
+                     and (f.relation, f.args) in db}
         for sign, f, t, _ in updates:
             reg = self._reg(f)
             if sign == "+" and f.relation in self.lifetimes:
                 self._expiry[reg] = (t + self.lifetimes[f.relation], f)
             elif sign == "-" and reg in self._expiry and self._expiry[reg][1] == f:
                 del self._expiry[reg]
-        return self.engine.apply(updates)
-
-    def _delta_events(self, delta: Delta | None) -> list[Fact]:
-        """Facts newly derived into view-kept events: each is an occurrence."""
-        if delta is None:
-            return []
-        out = []
-        for rel in sorted(self.plan.events & delta.added.keys()):
+        delta = self.engine.apply(updates)
+        out = {k: f for k, f in refreshed.items() if k in db}
+        for rel in self._triggers & delta.added.keys():
             loc = self.plan.locspec.get(rel, 0)
-            out += [Fact(rel, row, loc) for row in sorted(delta.added[rel], key=sort_key)]
-        return out
+            out.update({(rel, row): Fact(rel, row, loc) for row in delta.added[rel]})
+        return sorted(out.values(), key=Fact.key)
 
     # -- helpers --------------------------------------------------------------------------
     def _reg(self, f: Fact) -> tuple:
@@ -173,8 +186,11 @@ class Reactive:
         if self.nodes is not None:
             return self.nodes
         locs = {f.args[f.loc] for fs in self.engine.views().values() for f in fs
-                if f.loc is not None and f.loc < len(f.args)}
+                if f.loc is not None and f.loc < len(f.args)} | self._seen
         return tuple(sorted(locs, key=sort_key))
+
+    def _others(self, node: Value) -> tuple[object, ...]:
+        return tuple(n for n in self._nodes() if n != node)
 
     def _next_due(self) -> float | None:
         times = [when for when, _ in self._expiry.values() if when > self.now]

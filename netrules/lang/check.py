@@ -13,14 +13,7 @@ from dataclasses import replace
 from netrules.errors import Diagnostic, ProgramError, SourceLoc
 from netrules.lang import ast
 from netrules.lang.builtins import BUILTINS
-from netrules.lang.events import (
-    PERIODIC,
-    PERIODIC_ARITIES,
-    event_relations,
-    fired_events,
-    is_reactive,
-    periodic_atoms,
-)
+from netrules.lang.events import PERIODIC, PERIODIC_ARITIES, Reading, periodic_atoms, reading
 
 __all__ = ["check_program", "schedule_body"]
 
@@ -139,12 +132,13 @@ def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
     """Constructs of the P2/RapidNet dialect that parse but that the engine cannot run yet:
     each refused by name at its position, never as a syntax error. Event rules
     (``netrules.lang.events``) may use what only makes sense when a rule fires once: ``delete``,
-    ``periodic``, ``f_now``/``f_rand``, and soft state on the tables they write."""
-    events = event_relations(program)
-    fired = fired_events(rules, events)
-    reactive = [r for r in rules if is_reactive(r, fired)]
+    ``periodic``, ``f_now``/``f_rand``, and soft state on the tables they write; in P2's
+    reading also ``@Broadcast``, ``a_COUNT`` over the event, and events fed from outside."""
+    rd = reading(program, rules)
+    events, fired = rd.events, rd.fired
+    reactive = [r for r in rules if rd.is_event_rule(r)]
     written = {r.head.relation for r in reactive}
-    derived = {r.head.relation for r in rules if not is_reactive(r, fired)}
+    derived = {r.head.relation for r in rules if not rd.is_event_rule(r)}
     for m in program.materialized:
         if m.lifetime != float("inf") and m.name in derived:
             err("UNSUPPORTED", f"materialize({m.name}, {int(m.lifetime)}, ...): a finite "
@@ -156,17 +150,19 @@ def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
                 return ", ".join(r.label or str(r.head) for r in rs if r.head.relation == rel)
             err("UNSUPPORTED", f"{m.name} is both written by event rules ("
                 f"{names(reactive)}) and derived by view rules ("
-                f"{names([r for r in rules if r not in reactive])}; an event only rules over "
-                "tables derive is kept as a view), which is not supported", m.loc)
+                f"{names([r for r in rules if r not in reactive])}), which is not supported",
+                m.loc)
         if m.size != float("inf"):
             err("UNSUPPORTED", f"materialize({m.name}, ..., {int(m.size)}, ...): a finite "
                 "table size (eviction) is not supported yet; use infinity", m.loc)
     for r in rules:
         at = r.head.location_term
         if isinstance(at, ast.Var) and at.name == "Broadcast" and not any(
-                "Broadcast" in ast.variables_of(b) for b in r.body):
-            err("UNSUPPORTED", "@Broadcast (every node with a link from this one) is not "
-                "supported yet", at.loc or r.head.loc)
+                "Broadcast" in ast.variables_of(b) for b in r.body) and not (
+                rd.p2 and r.head.relation in events):
+            err("UNSUPPORTED", "@Broadcast (every node with a link from this one) is only "
+                "supported for an event, in a program using periodic or delete",
+                at.loc or r.head.loc)
         if r.delete and not any(a.relation in events for a in r.atoms()):
             err("UNSUPPORTED", f"delete rules without an event in the body (delete "
                 f"{r.head.relation}(...) :- ...) are not supported: a deletion fires on an "
@@ -177,16 +173,8 @@ def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
                     b.loc)
         for a in periodic_atoms(r):
             _check_periodic(a, err)
-        if is_reactive(r, fired):
-            where = {str(a.location_term) for a in r.atoms()}
-            if len(where) > 1:
-                err("UNSUPPORTED", "an event rule whose body spans nodes ("
-                    + ", ".join(sorted("@" + w for w in where)) + ") is not supported yet",
-                    r.loc)
-            agg = r.head.aggregate()
-            if agg is not None and agg[1].func != "COUNT":
-                err("UNSUPPORTED", f"a_{agg[1].func} in an event rule is not supported yet",
-                    agg[1].loc)
+        if rd.is_event_rule(r):
+            _check_event_rule(r, rd, err)
             continue
         for c in _calls(r):
             if c.name in BUILTINS and BUILTINS[c.name].volatile:
@@ -198,12 +186,12 @@ def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
         return  # netrules' own style: every relation is state
     for r in rules:
         agg = r.head.aggregate()
-        events = [a for a in r.atoms() if a.relation not in mats]
-        if agg is not None and agg[1].func == "COUNT" and events:
-            err("UNSUPPORTED", f"a_COUNT over event relation {events[0].relation} (a count of "
-                "the matches at that moment, 0 when none match) is not supported yet",
-                agg[1].loc)
-    derived |= written | {f.relation for f in program.facts}
+        evs = [a for a in r.atoms() if a.relation not in mats]
+        if agg is not None and agg[1].func == "COUNT" and evs and not rd.p2:
+            err("UNSUPPORTED", f"a_COUNT over event relation {evs[0].relation} (a count of "
+                "the matches at that moment, 0 when none match) is only supported in a "
+                "program using periodic or delete", agg[1].loc)
+    derived |= written | {f.relation for f in program.facts} | rd.external(rules)
     first: dict[str, SourceLoc | None] = {}
     for r in rules:
         for a in r.atoms():
@@ -211,8 +199,32 @@ def _unsupported(program: ast.Program, rules: tuple[ast.Rule, ...],
     for rel, loc in sorted(first.items(), key=lambda kv: str(kv[1])):
         if rel not in mats and rel not in derived and rel != PERIODIC:
             err("UNSUPPORTED", f"{rel} is an event relation (never materialized) fed from "
-                "outside: external events are not supported yet; declare "
-                f"materialize({rel}, infinity, infinity, keys(...)) to keep it as state", loc)
+                "outside: external events are supported only in a program using periodic "
+                f"or delete; declare materialize({rel}, infinity, infinity, keys(...)) to "
+                "keep it as state", loc)
+
+
+def _check_event_rule(r: ast.Rule, rd: Reading,
+                      err: Callable[[str, str, SourceLoc | None], None]) -> None:
+    """What an event rule may not do yet: span nodes, aggregate other than by ``a_COUNT``
+    over its one event (whose arguments must fix the group, so a count of 0 has a row)."""
+    where = {str(a.location_term) for a in r.atoms()}
+    if len(where) > 1:
+        err("UNSUPPORTED", "an event rule whose body spans nodes ("
+            + ", ".join(sorted("@" + w for w in where)) + ") is not supported yet", r.loc)
+    agg = r.head.aggregate()
+    if agg is None:
+        return
+    if agg[1].func != "COUNT":
+        err("UNSUPPORTED", f"a_{agg[1].func} in an event rule is not supported yet",
+            agg[1].loc)
+        return
+    evs = [a for a in r.atoms() if a.relation in rd.fired]
+    group = set().union(*(ast.variables_of(t) for i, t in enumerate(r.head.args)
+                          if i != agg[0]))
+    if rd.p2 and (len(evs) != 1 or not group <= ast.variables_of(evs[0])):
+        err("UNSUPPORTED", "a_COUNT in an event rule needs one event in the body that binds "
+            "every other head argument (the group a count of 0 is reported for)", agg[1].loc)
 
 
 def _check_periodic(a: ast.Atom, err: Callable[[str, str, SourceLoc | None], None]) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from netrules.errors import Diagnostic, PlanError
 from netrules.lang import ast
-from netrules.lang.events import event_relations, fired_events, is_reactive
+from netrules.lang.events import PERIODIC, reading
 from netrules.plan.delta import DeltaRule, delta_rules
 from netrules.plan.localize import localize
 from netrules.plan.stratify import Stratum, stratify
@@ -64,6 +64,8 @@ class Plan:
     # event rules (``netrules.lang.events``): run by ``netrules.engine.reactive``, never as views
     reactive: tuple[ast.Rule, ...] = ()
     events: frozenset[str] = frozenset()
+    # event rules that a table's insertion fires (P2's reading, ``Reading.is_trigger_rule``)
+    triggered: tuple[ast.Rule, ...] = ()
 
     @property
     def base(self) -> frozenset[str]:
@@ -103,15 +105,19 @@ class Plan:
         if self.reactive:
             out.append("event rules (fire on an event; their heads persist):")
             out.extend(f"  {r}" for r in self.reactive)
+            heads = {r.head.relation for r in self.reactive} | {PERIODIC}
+            outside = {a.relation for r in self.reactive for a in r.atoms()} & self.events
+            if outside - heads:
+                out.append(f"events fed from outside: {', '.join(sorted(outside - heads))}")
         return "\n".join(out)
 
 
 def plan_program(program: ast.Program, *, localized: bool = True) -> Plan:
     """Localize (unless told not to) and stratify a checked program."""
-    events = event_relations(program)
-    fired = fired_events(program.rules, events)
-    reactive = tuple(r for r in program.rules if is_reactive(r, fired))
-    views = tuple(r for r in program.rules if not is_reactive(r, fired))
+    rd = reading(program)
+    fired = rd.fired
+    reactive = tuple(r for r in program.rules if rd.is_event_rule(r))
+    views = tuple(r for r in program.rules if not rd.is_event_rule(r))
     derived = {r.head.relation for r in views}
     rules, aux = (localize(views, derived, program.source) if localized else (views, {}))
     keys = {m.name: m.keys for m in program.materialized}
@@ -128,5 +134,6 @@ def plan_program(program: ast.Program, *, localized: bool = True) -> Plan:
     for f in program.facts:
         locspec.setdefault(f.relation, f.loc)
         arity.setdefault(f.relation, len(f.args))
+    triggered = tuple(r for r in reactive if rd.is_trigger_rule(r))
     return Plan(program, rules, tuple(strata), frozenset(aux), locspec, arity, keys,
-                reactive, frozenset(events))
+                reactive, rd.events, triggered)

@@ -106,9 +106,18 @@ CASES = [
 
 
 def test_every_vendored_program_is_tested() -> None:
+    # reachable2: refused (below); sim-ls-*: test_rapidnet_link_state.py
     tested = {c[0] for c in CASES} | {"reachable2.olg", "sim-ls-periodic.olg",
                                        "sim-ls-triggered.olg"}
     assert {p.name for p in HERE.glob("*.olg")} == tested
+
+
+def test_reachable2_is_refused_by_name() -> None:
+    """No materialize(link...) and no periodic or delete: the view reading, in which link
+    would be an event fed from outside (docs/dialect.md)."""
+    r = CliRunner().invoke(main, ["check", str(HERE / "reachable2.olg")])
+    assert r.exit_code != 0
+    assert "reachable2.olg:3:22: error[UNSUPPORTED]: link is an event relation" in r.output
 
 
 @pytest.mark.parametrize("name", [c[0] for c in CASES])
