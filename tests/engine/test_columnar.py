@@ -159,3 +159,17 @@ def test_the_columnar_package_imports_nothing_from_the_reference_evaluator() -> 
             if isinstance(node, pyast.ImportFrom) and node.module:
                 assert node.module not in ("netrules.engine.reference", "netrules.engine.joins",
                                             "netrules.engine.firing"), (path.name, node.module)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 300), st.lists(st.integers(0, 299), max_size=60),
+       st.lists(st.integers(0, 400), max_size=60))
+def test_rowset_is_a_set(n: int, members: list[int], probes: list[int]) -> None:
+    """Both forms (a mask for a sizeable set, a sorted array for a few rows of many) answer
+    membership; rows made after the set (>= n) are never in it."""
+    from netrules.engine.columnar.relation import RowSet
+
+    members = [m for m in members if m < n]
+    rs = RowSet(n, np.array(members, dtype=np.int64))
+    got = rs.has(np.array(probes, dtype=np.int64)).tolist()
+    assert got == [p in set(members) for p in probes]

@@ -21,6 +21,7 @@ import numpy as np
 
 from netrules.engine.columnar.joins import Join, Reader, Table, compile_join, head_columns
 from netrules.engine.columnar.keys import unique_rows
+from netrules.engine.columnar.relation import RowSet
 from netrules.engine.columnar.values import SMALL
 from netrules.lang import ast
 
@@ -264,9 +265,8 @@ def regroup(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
     heads = aggregate_groups(ar, prog, groups, read)
     _, old = group_rows(ar, prog, groups)
     new_rows = rel.rows_for(heads) if len(heads) else np.empty(0, np.int64)
-    keep = np.zeros(rel.n, dtype=bool)
-    keep[new_rows] = True
-    return np.unique(old[~keep[old]]), np.unique(new_rows[~rel.alive[new_rows]])
+    gone = old[~RowSet(rel.n, new_rows).has(old)] if len(new_rows) else old
+    return np.unique(gone), np.unique(new_rows[~rel.alive[new_rows]])
 
 
 def maintain_aggregate(ar: AggRule, prog: ColumnarProgram, ch: _Changes) -> None:

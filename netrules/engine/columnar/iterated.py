@@ -30,6 +30,7 @@ from netrules.engine.columnar.aggregate import (
     touched_groups,
 )
 from netrules.engine.columnar.joins import Reader, Table, bind_head, head_columns
+from netrules.engine.columnar.relation import RowSet
 from netrules.errors import EvalError
 
 if TYPE_CHECKING:
@@ -45,30 +46,6 @@ Pending = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
 
 def _empty() -> np.ndarray:
     return np.empty(0, np.int64)
-
-
-class _Rowset:
-    """Membership in a set of rows: a mask when the set is a sizeable part of the relation,
-    a sorted array otherwise (a step of a link event moves a few rows of millions, and a
-    mask per step would cost the millions)."""
-
-    def __init__(self, n: int, rows: np.ndarray) -> None:
-        if len(rows) * 64 >= n:
-            self.mask: np.ndarray | None = np.zeros(n, dtype=bool)
-            self.mask[rows] = True
-        else:
-            self.mask, self.rows = None, np.unique(rows)
-
-    def has(self, rows: np.ndarray) -> np.ndarray:
-        m = self.mask
-        if m is not None:
-            inside = rows < len(m)  # rows made after the set are not in it
-            hit = np.zeros(len(rows), dtype=bool)
-            hit[inside] = m[rows[inside]]
-            return hit
-        at = np.searchsorted(self.rows, rows)
-        at[at == len(self.rows)] = 0
-        return self.rows[at] == rows
 
 
 def _order(relations: frozenset[str], reads: dict[str, set[str]]) -> list[str]:
@@ -113,8 +90,8 @@ class IteratedStage:
     # -- views over row sets ---------------------------------------------------------------
     def reader(self, minus: Rows, plus: Rows) -> Reader:
         """``(alive & ~minus) | plus`` per relation."""
-        mm = {k: _Rowset(self.prog.rels[k].n, v) for k, v in minus.items() if len(v)}
-        pm = {k: _Rowset(self.prog.rels[k].n, v) for k, v in plus.items() if len(v)}
+        mm = {k: RowSet(self.prog.rels[k].n, v) for k, v in minus.items() if len(v)}
+        pm = {k: RowSet(self.prog.rels[k].n, v) for k, v in plus.items() if len(v)}
 
         def read(rel, rows: np.ndarray) -> np.ndarray:
             out = rel.alive[rows]

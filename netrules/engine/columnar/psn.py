@@ -35,7 +35,7 @@ from netrules.engine.columnar.joins import (
     head_columns,
 )
 from netrules.engine.columnar.keys import Pairs
-from netrules.engine.columnar.relation import Relation
+from netrules.engine.columnar.relation import Relation, RowSet
 from netrules.engine.columnar.supports import Supports, gid, split_gid
 from netrules.engine.columnar.values import Values
 from netrules.errors import EngineError
@@ -165,7 +165,7 @@ class ColumnarProgram:
             self.aggs.append(aggs)
         self.supports = Supports(width, k)
         self.batch = 0
-        self._in_delta: dict[str, np.ndarray] = {}
+        self._in_delta: dict[str, RowSet] = {}
         self._scratch = np.zeros(0, dtype=np.int32)
         self.stats = {"rounds": 0, "suspects": 0, "rederived": 0}
 
@@ -188,16 +188,13 @@ class ColumnarProgram:
     def _old(self) -> Reader:
         def read(rel: Relation, rows: np.ndarray) -> np.ndarray:
             d = self._in_delta.get(rel.name)
-            return rel.alive[rows] if d is None else rel.alive[rows] & ~d[rows]
+            return rel.alive[rows] if d is None else rel.alive[rows] & ~d.has(rows)
         return read
 
     def _mark_delta(self, deltas: dict[str, np.ndarray]) -> None:
         self._in_delta = {}
         for name, rows in deltas.items():
-            rel = self.rels[name]
-            m = np.zeros(rel.n, dtype=bool)
-            m[rows] = True
-            self._in_delta[name] = m
+            self._in_delta[name] = RowSet(self.rels[name].n, rows)
 
     # -- one batch -------------------------------------------------------------------------
     def apply(self, appeared: dict[str, np.ndarray], vanished: dict[str, np.ndarray]
@@ -455,10 +452,8 @@ class ColumnarProgram:
                 if allowed is None:
                     continue
                 rows = rel.find(heads)
-                mask = np.zeros(rel.n, dtype=bool)
-                mask[allowed] = True
                 ok = (rows >= 0)
-                ok[ok] = mask[rows[ok]] & ~rel.alive[rows[ok]]
+                ok[ok] = RowSet(rel.n, allowed).has(rows[ok]) & ~rel.alive[rows[ok]]
             else:
                 rows = rel.rows_for(heads)
                 ok = ~rel.alive[rows]

@@ -16,7 +16,7 @@ import numpy as np
 from netrules.engine.columnar.hashmap import Int64Map
 from netrules.engine.columnar.keys import Pairs
 
-__all__ = ["Buckets", "Relation", "expand", "grow"]
+__all__ = ["Buckets", "Relation", "RowSet", "expand", "grow"]
 
 #: Runs of a multimap merge while the older is at most MERGE times the newer.
 MERGE = 4
@@ -48,6 +48,32 @@ def expand(skeys: np.ndarray, srows: np.ndarray, q: np.ndarray) -> tuple[np.ndar
     qi = np.repeat(np.arange(len(q), dtype=np.int64), cnt)
     first = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt)
     return qi, srows[first + np.arange(total, dtype=np.int64)].astype(np.int64)
+
+
+class RowSet:
+    """Membership in a set of rows: a mask when the set is a sizeable part of the relation,
+    a sorted array otherwise (a step of a link event moves a few rows of millions, and a
+    mask per step would cost the millions)."""
+
+    def __init__(self, n: int, rows: np.ndarray) -> None:
+        if len(rows) * 64 >= n:
+            self.mask: np.ndarray | None = np.zeros(n, dtype=bool)
+            self.mask[rows] = True
+        else:
+            self.mask, self.rows = None, np.unique(rows)
+
+    def has(self, rows: np.ndarray) -> np.ndarray:
+        m = self.mask
+        if m is not None:
+            inside = rows < len(m)  # rows made after the set are not in it
+            hit = np.zeros(len(rows), dtype=bool)
+            hit[inside] = m[rows[inside]]
+            return hit
+        if not len(self.rows):
+            return np.zeros(len(rows), dtype=bool)
+        at = np.searchsorted(self.rows, rows)
+        at[at == len(self.rows)] = 0
+        return self.rows[at] == rows
 
 
 class Buckets:
