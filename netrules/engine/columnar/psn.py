@@ -590,7 +590,8 @@ class ColumnarProgram:
 
     def nbytes(self) -> dict[str, int]:
         return {"relations": sum(r.nbytes() for r in self.rels.values()),
-                "supports": self.supports.nbytes(), "pairs": self.pairs.nbytes()}
+                "supports": self.supports.nbytes(), "pairs": self.pairs.nbytes(),
+                "lists": self.values.nbytes()}
 
     def fact_count(self) -> int:
         return sum(r.count for r in self.rels.values())

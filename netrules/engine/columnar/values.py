@@ -5,8 +5,11 @@ and ordering on them run on the columns directly. Lists (NDlog's path vectors) a
 cons cells: a non-empty list is the pair (first element, rest), interned like a row prefix, so
 ``f_concat(S, P)`` is one vectorised pair lookup, ``f_member(P, S)`` a vectorised walk down the
 cells, and two million routes share their tails instead of holding two million tuples. Every
-other value (node names, floats, large or negative numbers) is interned once. All ids from
-``SMALL`` upwards stay below 2**31, which lets two of them pack exactly into one int64 key
+other value (node names, floats, large or negative numbers) is interned once. Interned
+values (*atoms*) take ids from ``SMALL``, cons cells from ``CELLS``, so a cell costs only its
+head and tail (int32) and its slot in the pair map, and an atom's Python object and JSON are
+kept for atoms only (a best-routes view holds tens of millions of cells and a few thousand
+atoms). All ids stay below 2**31, which lets two of them pack exactly into one int64 key
 (``keys.py``).
 """
 
@@ -21,12 +24,13 @@ from netrules.engine.columnar.hashmap import Int64Map
 from netrules.engine.columnar.keys import pack
 from netrules.facts import Value, value_to_json
 
-__all__ = ["SMALL", "Values"]
+__all__ = ["CELLS", "SMALL", "Values"]
 
-#: Integers in [0, SMALL) are their own id; interned values take ids from SMALL upwards.
+#: Integers in [0, SMALL) are their own id; interned atoms take ids in [SMALL, CELLS), cons
+#: cells in [CELLS, 2**31).
 SMALL = 1 << 30
+CELLS = SMALL + (1 << 28)
 _LIMIT = 1 << 31
-_ATOM = -1  # ``head`` of an id that is not a cons cell
 
 
 def _canonical(v: Value) -> Value:
@@ -44,43 +48,44 @@ class Values:
 
     def __init__(self) -> None:
         self._ids: dict[Value, int] = {}
-        self._objs: list[Value] = []  # None at a cons cell's slot
+        self._objs: list[Value] = []  # per atom (id - SMALL)
         self._cache: np.ndarray | None = None
         self._filled = 0
-        self._json: list[str | None] = []
-        self.head = np.zeros(0, dtype=np.int64)  # per interned id: first element, or _ATOM
-        self.tail = np.zeros(0, dtype=np.int64)
+        self._json: list[str | None] = []  # per atom, rendered on first use
+        self.head = np.zeros(0, dtype=np.int32)  # per cell (id - CELLS): first element
+        self.tail = np.zeros(0, dtype=np.int32)  # and the rest of the list
+        self.ncells = 0
         self._cells = Int64Map()
         self.nil = self._new(())
 
     def __len__(self) -> int:
-        return len(self._objs)
+        return len(self._objs) + self.ncells
+
+    def nbytes(self) -> int:
+        """The cells' arrays and pair map (atoms are few and not counted)."""
+        return self.head.nbytes + self.tail.nbytes + self._cells.nbytes()
 
     # -- interning -------------------------------------------------------------------------
-    def _new(self, v: Value, head: int = _ATOM, tail: int = _ATOM) -> int:
+    def _new(self, v: Value) -> int:
         i = SMALL + len(self._objs)
-        if i >= _LIMIT:
-            raise OverflowError("more than 2**30 distinct values in one engine")
-        k = len(self._objs)
-        if k >= len(self.head):
-            cap = max(1024, 2 * len(self.head))
-            self.head = np.concatenate([self.head, np.full(cap - len(self.head), _ATOM)])
-            self.tail = np.concatenate([self.tail, np.full(cap - len(self.tail), _ATOM)])
-        self.head[k], self.tail[k] = head, tail
+        if i >= CELLS:
+            raise OverflowError(f"more than {CELLS - SMALL} distinct values in one engine")
         self._objs.append(v)
         return i
 
     def _new_cells(self, h: np.ndarray, t: np.ndarray) -> np.ndarray:
-        k0, m = len(self._objs), len(h)
-        if SMALL + k0 + m >= _LIMIT:
-            raise OverflowError("more than 2**30 distinct values in one engine")
+        k0, m = self.ncells, len(h)
+        if CELLS + k0 + m >= _LIMIT:
+            raise OverflowError(f"more than {_LIMIT - CELLS} distinct lists in one engine")
         if k0 + m > len(self.head):
             cap = max(1024, 2 * (k0 + m))
-            self.head = np.concatenate([self.head, np.full(cap - len(self.head), _ATOM)])
-            self.tail = np.concatenate([self.tail, np.full(cap - len(self.tail), _ATOM)])
+            for name in ("head", "tail"):
+                new = np.zeros(cap, dtype=np.int32)
+                new[:k0] = getattr(self, name)[:k0]
+                setattr(self, name, new)
         self.head[k0:k0 + m], self.tail[k0:k0 + m] = h, t
-        self._objs.extend([None] * m)
-        return np.arange(SMALL + k0, SMALL + k0 + m, dtype=np.int64)
+        self.ncells += m
+        return np.arange(CELLS + k0, CELLS + k0 + m, dtype=np.int64)
 
     def cons(self, h: np.ndarray, t: np.ndarray) -> np.ndarray:
         """Ids of the lists ``[h] + t`` (``t`` list ids), interned."""
@@ -129,11 +134,7 @@ class Values:
 
     # -- lists -----------------------------------------------------------------------------
     def is_list(self, ids: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(ids), dtype=bool)
-        big = ids >= SMALL
-        k = ids[big] - SMALL
-        out[big] = (self.head[k] != _ATOM) | (ids[big] == self.nil)
-        return out
+        return (ids >= CELLS) | (ids == self.nil)
 
     def member(self, lists: np.ndarray, x: np.ndarray) -> np.ndarray:
         """1 where ``x`` is an element of the list, else 0 (``lists`` must be list ids)."""
@@ -143,10 +144,10 @@ class Values:
         while len(idx):
             live = cur != self.nil
             idx, cur = idx[live], cur[live]
-            k = cur - SMALL
+            k = cur - CELLS
             hit = self.head[k] == x[idx]
             out[idx[hit]] = 1
-            idx, cur = idx[~hit], self.tail[k[~hit]]
+            idx, cur = idx[~hit], self.tail[k[~hit]].astype(np.int64)
         return out
 
     def order_rank(self, ids: np.ndarray) -> np.ndarray:
@@ -175,7 +176,7 @@ class Values:
                 if not live.any():
                     break
                 col = np.full(len(cur), -1, dtype=np.int64)
-                k = cur[live] - SMALL
+                k = cur[live] - CELLS
                 col[live] = self.head[k]
                 cols.append(col)
                 cur[live] = self.tail[k]
@@ -192,12 +193,11 @@ class Values:
     def decode(self, i: int) -> Value:
         if i < SMALL:
             return i
-        k = i - SMALL
-        if self.head[k] == _ATOM:
-            return self._objs[k]
+        if i < CELLS:
+            return self._objs[i - SMALL]
         out = []
         while i != self.nil:
-            k = i - SMALL
+            k = i - CELLS
             out.append(self.decode(int(self.head[k])))
             i = int(self.tail[k])
         return tuple(out)
@@ -227,8 +227,7 @@ class Values:
             out[small] = ids[small].tolist()
         big = np.flatnonzero(~small)
         if len(big):
-            k = ids[big] - SMALL
-            cell = (self.head[k] != _ATOM) | (ids[big] == self.nil)
+            cell = ids[big] >= CELLS
             plain = big[~cell]
             if len(plain):
                 out[plain] = self._table()[ids[plain] - SMALL]
@@ -247,7 +246,7 @@ class Values:
         if i < SMALL:
             return str(i)
         k = i - SMALL
-        if self.head[k] == _ATOM and i != self.nil:
+        if i < CELLS and i != self.nil:
             while len(self._json) <= k:
                 self._json.append(None)
             text = self._json[k]
@@ -257,7 +256,7 @@ class Values:
             return text
         parts = []
         while i != self.nil:
-            k = i - SMALL
+            k = i - CELLS
             parts.append(self._json_of(int(self.head[k])))
             i = int(self.tail[k])
         return "[" + ",".join(parts) + "]"
@@ -271,21 +270,18 @@ class Values:
         head, tail = self.head, self.tail
 
         def text(i: int) -> str:
-            if i < SMALL:
-                return str(i)
-            k = i - SMALL
-            if head[k] == _ATOM:
-                return j(i)
+            if i < CELLS:
+                return str(i) if i < SMALL else j(i)
             got = memo.get(i)
             if got is not None:
                 return got
             chain = []
             while i not in memo:  # down to a suffix already rendered
                 chain.append(i)
-                i = int(tail[i - SMALL])
+                i = int(tail[i - CELLS])
             rest = memo[i]
             for c in reversed(chain):
-                h = text(int(head[c - SMALL]))
+                h = text(int(head[c - CELLS]))
                 rest = memo[c] = "[" + h + ("]" if rest == "[]" else "," + rest[1:])
             return rest
 
