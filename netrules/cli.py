@@ -365,6 +365,13 @@ def _write_source(*, topology: str | None, scenario: str | None, seed: int | Non
 @click.option("--strict", is_flag=True,
               help="Stop at the first event the program cannot take (unknown relation, wrong "
                    "arity) instead of counting it.")
+@click.option("--until", type=float, default=None, metavar="T",
+              help="Programs with event rules, --once: run their event-time clock to T after "
+                   "the log (default: the last event's time plus the program's longest table "
+                   "lifetime plus one round of its slowest periodic timer).")
+@click.option("--beacon", type=float, default=5.0, show_default=True, metavar="S",
+              help="Programs taking link as an event: seconds between the announcements of "
+                   "each live link (neighbour discovery; 0: only when it comes up).")
 def run(program: str, topology: str | None, scenario: str | None, seed: int | None,
         fail_link: tuple[tuple[str, str], ...], at: float, random_failures: str | None,
         tick: float, capture_file: str | None, iface: str | None, events_src: str | None,
@@ -373,7 +380,8 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
         batch_events: int, max_files_per_trigger: int, trigger: float, max_derivations: int,
         monitor: tuple[str, ...], webhook: str | None, alert_config: str | None,
         link_relation: str, route_relation: str, reach_relation: str, loop_relation: str,
-        pattern_relations: str, as_json: bool, quiet: bool, strict: bool) -> None:
+        pattern_relations: str, as_json: bool, quiet: bool, strict: bool,
+        until: float | None, beacon: float) -> None:
     """Run PROGRAM over a source, through the event log, into the store; print alerts as
     they fire.
 
@@ -381,6 +389,10 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
     (idempotently: rerunning after a crash adds nothing twice), then the pipeline applies it:
     Spark Structured Streaming by default, or with --once a plain loop without Spark. Killed
     at any point, the same command resumes where the store left off.
+
+    A program with event rules (P2's reading: periodic, delete) runs them on the event log's
+    clock: its timers fire between events, a link event is announced as it comes up and every
+    --beacon seconds while it stays up, and --once runs the clock on to --until.
     """
     from netrules.pipeline import RunOptions, check_program, run_pipeline
 
@@ -390,6 +402,8 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
                                "--iface IF or --events DIR")
     if iface is not None and once:
         raise click.UsageError("--iface captures forever; it cannot be combined with --once")
+    if until is not None and not once:
+        raise click.UsageError("--until runs the clock on after the whole log: it needs --once")
     events_dir = events_src or events_dir
     try:
         prog = load_program_arg(program)
@@ -426,7 +440,7 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
             loop_relation=loop_relation,
             pattern_relations=tuple(p for p in pattern_relations.split(",") if p),
             monitored=_monitor_pairs(monitor), alert_config=alert_config, webhook=webhook,
-            strict=strict)
+            strict=strict, until=until, beacon=beacon)
         progress = _Progress(enabled=not as_json)
         summary = run_pipeline(
             plan, db, opts, on_batch=_batch_printer(quiet or as_json),
@@ -443,11 +457,13 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
                 "mode": summary.mode, "batches": summary.batches, "events": summary.events,
                 "replayed": summary.replayed, "bad_lines": summary.bad_lines,
                 "spark_jobs": summary.spark_jobs,
-                "views": {r: snap.get(r, []) for r in sorted(plan.visible)},
+                "views": {r: snap.get(r, []) for r in sorted(plan.visible | _tables(plan))},
+                **({"clock": summary.clock} if summary.clock is not None else {}),
                 "active_alerts": [a.to_json() for a in active]}, default=str))
         else:
+            clock = "" if summary.clock is None else f", clock at {summary.clock:g} s"
             click.echo(f"{summary.batches} batches, {summary.events} events applied "
-                       f"({summary.mode}); {len(active)} active alerts; store {store}",
+                       f"({summary.mode}{clock}); {len(active)} active alerts; store {store}",
                        err=True)
     except NetrulesError as err:
         raise _click_error(err) from err
@@ -459,6 +475,11 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
         if stop is not None:
             stop.set()
         db.close()
+
+
+def _tables(plan: Plan) -> set[str]:
+    """The tables a program's event rules write (stored like views)."""
+    return {r.head.relation for r in plan.reactive} - plan.events
 
 
 @main.command()
