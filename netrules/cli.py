@@ -128,26 +128,36 @@ def _read_facts(path: str | None, plan: Plan | None = None) -> list[Fact]:
 @click.option("--shuffle", type=int, default=None,
               help="Deliver each batch's updates in a random order from this seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print views as JSON.")
+@click.option("--until", type=float, default=None, metavar="T",
+              help="Programs with event rules: run their clock on to event time T after the "
+                   "last batch (facts are at time 0, an update at its place in the file).")
 def eval_cmd(program: str, facts_path: str | None, updates_path: str | None, engine: str,
-             strategy: str | None, state_at: str, shuffle: int | None, as_json: bool) -> None:
+             strategy: str | None, state_at: str, shuffle: int | None, as_json: bool,
+             until: float | None) -> None:
     """Evaluate PROGRAM over FACTS and print every derived relation. With --updates, apply
-    each batch and print the views after it (JSON: a list, one object per batch)."""
+    each batch and print the views after it (JSON: a list, one object per batch). A program
+    with event rules prints the tables they write, on the event-time clock (--until)."""
     from netrules.engine.runner import run_batches
 
     try:
         prog = load_program_arg(program)
         plan = plan_program(prog)
-        facts = _read_facts(facts_path, plan)  # an unknown relation or arity: file:line
+        arity = {**plan.arity, **plan.external}  # events fed from outside are input too
+        facts = (parse_facts(Path(facts_path).read_text(encoding="utf-8"), facts_path,
+                             arity=arity, derived=plan.derived) if facts_path else [])
         batches = None
         if updates_path:
             batches = parse_updates(Path(updates_path).read_text(encoding="utf-8"),
-                                    updates_path, arity=plan.arity, derived=plan.derived)
-        results = run_batches(plan, facts, batches, engine=engine, strategy=strategy,
-                              shuffle=shuffle, state=state_at)
+                                    updates_path, arity=arity, derived=plan.derived)
+        if plan.reactive:
+            results = _eval_clocked(plan, facts, batches, engine, strategy, until)
+        else:
+            results = run_batches(plan, facts, batches, engine=engine, strategy=strategy,
+                                  shuffle=shuffle, state=state_at)
     except NetrulesError as err:
         _fail(err)
         return
-    relations = plan.visible
+    relations = plan.visible | _tables(plan)
     if batches is None:
         views = results[0]
         if as_json:
@@ -161,6 +171,17 @@ def eval_cmd(program: str, facts_path: str | None, updates_path: str | None, eng
         for i, views in enumerate(results[1:], 1):
             click.echo(f"--- after batch {i}")
             _print_views(views, relations)
+
+
+def _eval_clocked(plan: Plan, facts: list[Fact], batches, engine: str,
+                  strategy: str | None, until: float | None) -> list:
+    from netrules.errors import EngineError
+    from netrules.pipeline.clocked import eval_batches
+
+    if engine != "reference":
+        raise EngineError(f"the program has event rules, which run in process on the "
+                          f"reference engine, not on --engine {engine}")
+    return eval_batches(plan, facts, batches, strategy=strategy or "auto", until=until)
 
 
 def _register_optional() -> None:

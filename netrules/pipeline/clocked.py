@@ -213,3 +213,22 @@ class ClockedEngine:
         assert self._net is not None
         out, self._net = self._net.finish(), None
         return out
+
+
+def eval_batches(plan: Plan, facts: list[Fact], batches: list[list[tuple]] | None, *,
+                 strategy: str = "auto", until: float | None = None, beacon: float = 5.0
+                 ) -> list[dict[str, list[Fact]]]:
+    """``netrules eval`` for a program with event rules: ``facts`` at time 0, each update at
+    its place in the updates file (``runner.stamped``); the tables after the facts and after
+    each batch, the last of them after running the clock on to ``until``."""
+    from netrules.engine.runner import stamped
+
+    engine = ClockedEngine(plan, strategy, beacon=beacon)
+    steps = [[("+", f, 0.0, i) for i, f in enumerate(facts)], *stamped(batches or [])]
+    out = []
+    for i, step in enumerate(steps):
+        engine.apply(step)
+        if until is not None and i == len(steps) - 1:
+            engine.advance(until)
+        out.append(engine.reactive.views())
+    return out

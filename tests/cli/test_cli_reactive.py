@@ -99,3 +99,27 @@ def test_until_needs_once_and_spark_is_refused(tmp_path: Path) -> None:
             "--engine", "spark", "--store", tmp_path / "s2.db", "--events-dir",
             tmp_path / "ev2")
     assert r.exit_code == 1 and "run in process on the reference engine" in r.output
+
+
+def test_eval_runs_event_rules_on_the_files_clock(tmp_path: Path) -> None:
+    """a-b-c as link facts at time 0 (announced every 5 s while up), then b-c goes down at
+    update time 2 and 3: by 80 s its tLink and tLSU entries have expired, a-b's stay."""
+    facts = tmp_path / "links.facts"
+    facts.write_text("".join(f'link(@"{x}","{y}",1).\n'
+                             for x, y in ("ab", "ba", "bc", "cb")))
+    updates = tmp_path / "links.updates"
+    updates.write_text('+link(@"a","b",1).\n---\n-link(@"b","c",1).\n-link(@"c","b",1).\n')
+    r = cli("eval", PROGRAMS / "sim-ls-triggered.olg", "--facts", facts, "--updates",
+            updates, "--until", 80, "--json")
+    assert r.exit_code == 0, r.output
+    after = json.loads(r.output)
+    assert len(after) == 2
+    assert {tuple(t[:2]) for t in after[0]["tLink"]} == {("a", "b"), ("b", "a"), ("b", "c"),
+                                                        ("c", "b")}
+    assert {tuple(t[:2]) for t in after[1]["tLink"]} == {("a", "b"), ("b", "a")}
+    assert {tuple(t[:3]) for t in after[1]["tLSU"]} == {
+        (n, x, y) for n in "ab" for x, y in ("ab", "ba")}
+    bad = tmp_path / "bad.facts"
+    bad.write_text('link(@"a","b").\n')
+    r = cli("eval", PROGRAMS / "sim-ls-triggered.olg", "--facts", bad)
+    assert r.exit_code == 1 and f"{bad}:1:1" in r.output, r.output
