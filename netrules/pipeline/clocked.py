@@ -64,14 +64,15 @@ class _NetDelta:
             else:
                 keep.add(row)
 
-    def finish(self) -> Delta:
+    def finish(self, announced: str | None) -> Delta:
+        """The net Delta; its counts leave out ``announced`` (link states, not facts)."""
         d = self.delta
         d.added = {r: rows for r, rows in d.added.items() if rows}
         d.removed = {r: rows for r, rows in d.removed.items() if rows}
         for name, v in self.stats.items():
             setattr(d.stats, name, v)
-        d.stats.added = sum(map(len, d.added.values()))
-        d.stats.removed = sum(map(len, d.removed.values()))
+        d.stats.added = sum(len(v) for r, v in d.added.items() if r != announced)
+        d.stats.removed = sum(len(v) for r, v in d.removed.items() if r != announced)
         d.stats.strategy = f"reactive/{self.strategy}" if self.strategy else "reactive"
         return d
 
@@ -211,7 +212,8 @@ class ClockedEngine:
 
     def _end(self) -> Delta:
         assert self._net is not None
-        out, self._net = self._net.finish(), None
+        announced = self.discovery.relation if self.discovery is not None else None
+        out, self._net = self._net.finish(announced), None
         return out
 
 
