@@ -184,7 +184,8 @@ class ClockedEngine:
                                 if u[0] == "+" and d.ledger.holds(u[1]))
             if d.is_beacon(t):
                 occurred.update((f, None) for f in d.beacon(t))
-        self.reactive.apply([*base, *(("+", f) for f in occurred)], t)
+        # occurrences of one instant in fact order: delivery order within it changes nothing
+        self.reactive.apply([*base, *(("+", f) for f in sorted(occurred, key=Fact.key))], t)
 
     def _beacons_before(self, t: float, *, inclusive: bool) -> None:
         d = self.discovery
