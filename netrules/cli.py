@@ -128,26 +128,36 @@ def _read_facts(path: str | None, plan: Plan | None = None) -> list[Fact]:
 @click.option("--shuffle", type=int, default=None,
               help="Deliver each batch's updates in a random order from this seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print views as JSON.")
+@click.option("--until", type=float, default=None, metavar="T",
+              help="Programs with event rules: run their clock on to event time T after the "
+                   "last batch (facts are at time 0, an update at its place in the file).")
 def eval_cmd(program: str, facts_path: str | None, updates_path: str | None, engine: str,
-             strategy: str | None, state_at: str, shuffle: int | None, as_json: bool) -> None:
+             strategy: str | None, state_at: str, shuffle: int | None, as_json: bool,
+             until: float | None) -> None:
     """Evaluate PROGRAM over FACTS and print every derived relation. With --updates, apply
-    each batch and print the views after it (JSON: a list, one object per batch)."""
+    each batch and print the views after it (JSON: a list, one object per batch). A program
+    with event rules prints the tables they write, on the event-time clock (--until)."""
     from netrules.engine.runner import run_batches
 
     try:
         prog = load_program_arg(program)
         plan = plan_program(prog)
-        facts = _read_facts(facts_path, plan)  # an unknown relation or arity: file:line
+        arity = {**plan.arity, **plan.external}  # events fed from outside are input too
+        facts = (parse_facts(Path(facts_path).read_text(encoding="utf-8"), facts_path,
+                             arity=arity, derived=plan.derived) if facts_path else [])
         batches = None
         if updates_path:
             batches = parse_updates(Path(updates_path).read_text(encoding="utf-8"),
-                                    updates_path, arity=plan.arity, derived=plan.derived)
-        results = run_batches(plan, facts, batches, engine=engine, strategy=strategy,
-                              shuffle=shuffle, state=state_at)
+                                    updates_path, arity=arity, derived=plan.derived)
+        if plan.reactive:
+            results = _eval_clocked(plan, facts, batches, engine, strategy, until)
+        else:
+            results = run_batches(plan, facts, batches, engine=engine, strategy=strategy,
+                                  shuffle=shuffle, state=state_at)
     except NetrulesError as err:
         _fail(err)
         return
-    relations = plan.visible
+    relations = plan.visible | _tables(plan)
     if batches is None:
         views = results[0]
         if as_json:
@@ -161,6 +171,17 @@ def eval_cmd(program: str, facts_path: str | None, updates_path: str | None, eng
         for i, views in enumerate(results[1:], 1):
             click.echo(f"--- after batch {i}")
             _print_views(views, relations)
+
+
+def _eval_clocked(plan: Plan, facts: list[Fact], batches, engine: str,
+                  strategy: str | None, until: float | None) -> list:
+    from netrules.errors import EngineError
+    from netrules.pipeline.clocked import eval_batches
+
+    if engine != "reference":
+        raise EngineError(f"the program has event rules, which run in process on the "
+                          f"reference engine, not on --engine {engine}")
+    return eval_batches(plan, facts, batches, strategy=strategy or "auto", until=until)
 
 
 def _register_optional() -> None:
@@ -365,6 +386,13 @@ def _write_source(*, topology: str | None, scenario: str | None, seed: int | Non
 @click.option("--strict", is_flag=True,
               help="Stop at the first event the program cannot take (unknown relation, wrong "
                    "arity) instead of counting it.")
+@click.option("--until", type=float, default=None, metavar="T",
+              help="Programs with event rules, --once: run their event-time clock to T after "
+                   "the log (default: the last event's time plus the program's longest table "
+                   "lifetime plus one round of its slowest periodic timer).")
+@click.option("--beacon", type=float, default=5.0, show_default=True, metavar="S",
+              help="Programs taking link as an event: seconds between the announcements of "
+                   "each live link (neighbour discovery; 0: only when it comes up).")
 def run(program: str, topology: str | None, scenario: str | None, seed: int | None,
         fail_link: tuple[tuple[str, str], ...], at: float, random_failures: str | None,
         tick: float, capture_file: str | None, iface: str | None, events_src: str | None,
@@ -373,7 +401,8 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
         batch_events: int, max_files_per_trigger: int, trigger: float, max_derivations: int,
         monitor: tuple[str, ...], webhook: str | None, alert_config: str | None,
         link_relation: str, route_relation: str, reach_relation: str, loop_relation: str,
-        pattern_relations: str, as_json: bool, quiet: bool, strict: bool) -> None:
+        pattern_relations: str, as_json: bool, quiet: bool, strict: bool,
+        until: float | None, beacon: float) -> None:
     """Run PROGRAM over a source, through the event log, into the store; print alerts as
     they fire.
 
@@ -381,6 +410,10 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
     (idempotently: rerunning after a crash adds nothing twice), then the pipeline applies it:
     Spark Structured Streaming by default, or with --once a plain loop without Spark. Killed
     at any point, the same command resumes where the store left off.
+
+    A program with event rules (P2's reading: periodic, delete) runs them on the event log's
+    clock: its timers fire between events, a link event is announced as it comes up and every
+    --beacon seconds while it stays up, and --once runs the clock on to --until.
     """
     from netrules.pipeline import RunOptions, check_program, run_pipeline
 
@@ -390,6 +423,8 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
                                "--iface IF or --events DIR")
     if iface is not None and once:
         raise click.UsageError("--iface captures forever; it cannot be combined with --once")
+    if until is not None and not once:
+        raise click.UsageError("--until runs the clock on after the whole log: it needs --once")
     events_dir = events_src or events_dir
     try:
         prog = load_program_arg(program)
@@ -426,7 +461,7 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
             loop_relation=loop_relation,
             pattern_relations=tuple(p for p in pattern_relations.split(",") if p),
             monitored=_monitor_pairs(monitor), alert_config=alert_config, webhook=webhook,
-            strict=strict)
+            strict=strict, until=until, beacon=beacon)
         progress = _Progress(enabled=not as_json)
         summary = run_pipeline(
             plan, db, opts, on_batch=_batch_printer(quiet or as_json),
@@ -443,11 +478,13 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
                 "mode": summary.mode, "batches": summary.batches, "events": summary.events,
                 "replayed": summary.replayed, "bad_lines": summary.bad_lines,
                 "spark_jobs": summary.spark_jobs,
-                "views": {r: snap.get(r, []) for r in sorted(plan.visible)},
+                "views": {r: snap.get(r, []) for r in sorted(plan.visible | _tables(plan))},
+                **({"clock": summary.clock} if summary.clock is not None else {}),
                 "active_alerts": [a.to_json() for a in active]}, default=str))
         else:
+            clock = "" if summary.clock is None else f", clock at {summary.clock:g} s"
             click.echo(f"{summary.batches} batches, {summary.events} events applied "
-                       f"({summary.mode}); {len(active)} active alerts; store {store}",
+                       f"({summary.mode}{clock}); {len(active)} active alerts; store {store}",
                        err=True)
     except NetrulesError as err:
         raise _click_error(err) from err
@@ -459,6 +496,11 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
         if stop is not None:
             stop.set()
         db.close()
+
+
+def _tables(plan: Plan) -> set[str]:
+    """The tables a program's event rules write (stored like views)."""
+    return {r.head.relation for r in plan.reactive} - plan.events
 
 
 @main.command()

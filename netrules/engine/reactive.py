@@ -16,20 +16,24 @@ inserts a tuple into a table, or rewrites one unchanged (a refresh, as RapidNet'
 ``...Ref`` handlers see it), is itself an occurrence for the rules a table delta fires
 (``Plan.triggered``), queued after the events already waiting. Events fed from outside (P2's
 reading: RapidNet's ``link``, raised by its neighbour discovery) arrive through ``apply``.
-Ties in time go to the smaller fact.
+Ties in time go to the smaller fact. ``snapshot``/``restore`` round-trip the clock's own state
+(the tables are the engine's, restored from the store), so a restarted pipeline fires the same
+events at the same times as an uninterrupted one.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from netrules.engine.engine import Engine
 from netrules.engine.event_heads import Neighbours, event_heads
+from netrules.engine.strategies.base import Delta
 from netrules.engine.timers import Timer, timers_of
 from netrules.errors import EngineError
-from netrules.facts import Fact, Value, sort_key
+from netrules.facts import Fact, Value, sort_key, value_from_json, value_to_json
 from netrules.lang import ast
 from netrules.lang.builtins import set_time
 from netrules.lang.events import PERIODIC
@@ -72,6 +76,7 @@ class Reactive:
         self._eid = 0
         self._timers_done = float("-inf")  # the last instant whose timers fired
         self.fired: Counter[str] = Counter()  # occurrences by relation (tables: their deltas)
+        self.on_delta: Callable[[Delta], Any] | None = None  # each write's net change
 
     # -- the clock ------------------------------------------------------------------------
     def apply(self, batch: Iterable[tuple], time: float) -> None:
@@ -171,11 +176,37 @@ class Reactive:
             elif sign == "-" and reg in self._expiry and self._expiry[reg][1] == f:
                 del self._expiry[reg]
         delta = self.engine.apply(updates)
+        if self.on_delta is not None:
+            self.on_delta(delta)
         out = {k: f for k, f in refreshed.items() if k in db}
         for rel in self._triggers & delta.added.keys():
             loc = self.plan.locspec.get(rel, 0)
             out.update({(rel, row): Fact(rel, row, loc) for row in delta.added[rel]})
         return sorted(out.values(), key=Fact.key)
+
+    # -- restart --------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The clock's state as JSON-ready data (the tables are the engine's to restore)."""
+        expiry = sorted(self._expiry.values(), key=lambda x: (x[0], x[1].key()))
+        return {"now": self.now, "seq": self._seq, "eid": self._eid,
+                "timers_done": None if self._timers_done == float("-inf") else
+                self._timers_done,
+                "expiry": [[when, f.to_json()] for when, f in expiry],
+                "seen": [value_to_json(v) for v in sorted(self._seen, key=sort_key)],
+                "fired": dict(sorted(self.fired.items()))}
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        """Replace the clock's state by a ``snapshot``'s."""
+        self.now = float(snap["now"])
+        self._seq, self._eid = int(snap["seq"]), int(snap["eid"])
+        done = snap.get("timers_done")
+        self._timers_done = float("-inf") if done is None else float(done)
+        self._expiry = {}
+        for when, fj in snap.get("expiry", []):
+            f = Fact.from_json(fj)
+            self._expiry[self._reg(f)] = (float(when), f)
+        self._seen = {value_from_json(v) for v in snap.get("seen", [])}
+        self.fired = Counter(snap.get("fired", {}))
 
     # -- helpers --------------------------------------------------------------------------
     def _reg(self, f: Fact) -> tuple:

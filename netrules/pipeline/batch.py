@@ -10,7 +10,9 @@ with a batch id and the batch's events; everything that makes a restart exact li
 * the base-fact ledger's state (one last-writer-wins register per fact, with its event stamp:
   ``BaseLedger.snapshot``) rides in the batch's stats, committed in the same transaction as
   the views, so :meth:`recover` rebuilds exactly the engine state the last committed batch
-  left, tombstones included (an older event arriving after a restart still loses).
+  left, tombstones included (an older event arriving after a restart still loses);
+* an engine with a clock of its own (``clocked.ClockedEngine``, for programs with event
+  rules) adds its ``checkpoint()`` to the same stats, and ``recover`` hands it back.
 
 Caveat: derivations are one kept support per fact and, after a restart, may name a different
 (equally valid) support than an uninterrupted run would; views, change log and alerts are
@@ -162,6 +164,8 @@ class BatchProcessor:
         self.links: set[tuple[Value, Value]] = set()
         self.topo_pairs: set[tuple[str, str]] = set()
         self.seen_links: set[tuple[Value, Value]] = set()
+        # events fed from outside that the engine takes (P2's reading): relation -> arity
+        self.accepts: dict[str, int] = dict(getattr(engine, "accepts", {}))
         self._agg_rules: dict[str, list[ast.Rule]] = {}
         for r in plan.rules:
             if r.head.aggregate():
@@ -181,15 +185,19 @@ class BatchProcessor:
         if base:
             self.engine.load(base)
         snap: dict[str, Any] = {}
+        clock: dict[str, Any] = {}
         if self.last_batch is not None:
             last = self.store.batches(limit=1)
             if last:
                 self.last_time = last[-1].time
                 snap = last[-1].stats.get("ledger") or {}
+                clock = last[-1].stats.get("clock") or {}
         ledger = _ledger_of(self.engine)
         if isinstance(snap, dict) and snap and ledger is not None:
             ledger.restore(snap)  # the stored base facts are exactly its present ones
         extras = snap.get("regs", []) if isinstance(snap, dict) else []
+        if clock and hasattr(self.engine, "resume"):
+            self.engine.resume(clock)
         self.ledger = _pending(self.engine)
         say("indexing stored derivations")
         for rel in sorted(self.plan.visible) if self._per_fact_derivations() else ():
@@ -199,6 +207,8 @@ class BatchProcessor:
                     self._set_support(f, ds[0][0], tuple(ds[0][1]))
         self.links = {(f.args[0], f.args[1]) for f in self.store.read_view(self.link_relation)
                       if len(f.args) >= 2} if self.link_relation in self.plan.arity else set()
+        if hasattr(self.engine, "links"):  # announced, not stored: the engine knows them
+            self.links = self.engine.links()
         _, topo_links = self.store.topology()
         self.topo_pairs = {(link.src, link.dst) for link in topo_links}
         self.seen_links = set(self.links) | set(self.topo_pairs)
@@ -213,9 +223,10 @@ class BatchProcessor:
 
     # -- one batch --------------------------------------------------------------------------
     def process(self, batch_id: int, events: list[Event], *,
-                bad_lines: Iterable[str] = (), extra_stats: Mapping[str, Any] | None = None
-                ) -> BatchRecord | None:
-        """Apply and commit one batch; None when the store already has it (a replay)."""
+                bad_lines: Iterable[str] = (), extra_stats: Mapping[str, Any] | None = None,
+                until: float | None = None) -> BatchRecord | None:
+        """Apply and commit one batch; None when the store already has it (a replay).
+        ``until`` (no events; an engine with a clock): run the clock to that time instead."""
         if self.last_batch is not None and batch_id <= self.last_batch:
             return None
         t0 = time.perf_counter()
@@ -224,9 +235,13 @@ class BatchProcessor:
         done = self.store.applied_event_ids(e.id for e in unique) if unique else set()
         fresh = [e for e in unique if e.id not in done]
         updates, ignored = self._updates(fresh)
-        delta = self.engine.apply(updates)
+        if until is None:
+            delta = self.engine.apply(updates)
+            btime = max((e.time for e in fresh), default=self.last_time)
+        else:
+            delta = self.engine.advance(until)  # type: ignore[attr-defined]
+            btime = until
         t_engine = time.perf_counter() - t0
-        btime = max((e.time for e in fresh), default=self.last_time)
         bulk_rows = None
         if bulk.is_columnar(delta):
             # millions of changes stay columns: store rows, alert inputs and derivations are
@@ -256,6 +271,9 @@ class BatchProcessor:
             "derivations": len(derivs_added), "derivations_skipped": n_skipped,
             "engine_seconds": round(t_engine, 6), "ledger": ledger_extras(self.engine),
         })
+        checkpoint = getattr(self.engine, "checkpoint", None)
+        if checkpoint is not None:
+            stats["clock"] = checkpoint()
         for k, v in (extra_stats or {}).items():
             stats[k] = stats.get(k, 0) + v if k == "spark_jobs" else v
         record = BatchRecord(batch_id=batch_id, time=btime, events=fresh,
@@ -287,17 +305,17 @@ class BatchProcessor:
         for e in events:
             rel = e.fact.relation
             kind = None
-            if rel not in self.plan.base:
+            arity = self.plan.arity.get(rel, self.accepts.get(rel))
+            if rel not in self.plan.base and rel not in self.accepts:
                 kind = rel if rel not in self.plan.derived else f"derived:{rel}"
-            elif self.plan.arity.get(rel) != len(e.fact.args):
+            elif arity != len(e.fact.args):
                 kind = f"arity:{rel}"
             if kind is not None:
+                why = _ignored_why(kind, e, arity)
                 if self.strict:
-                    raise EventLogError(f"{e.where or e.id}: {_ignored_why(kind, e, self.plan)}"
-                                        " (--strict)")
+                    raise EventLogError(f"{e.where or e.id}: {why} (--strict)")
                 ignored[kind] += 1
-                self.ignored_at.setdefault(kind, (e.where or f"event {e.id}",
-                                                  _ignored_why(kind, e, self.plan)))
+                self.ignored_at.setdefault(kind, (e.where or f"event {e.id}", why))
             else:
                 loc = self.plan.locspec.get(rel, 0)
                 out.append((e.op, Fact(rel, e.fact.args, loc), e.time, _seq(e), e.source))
@@ -444,11 +462,11 @@ class BatchProcessor:
         return [out[k] for k in sorted(out)]
 
 
-def _ignored_why(kind: str, e: Event, plan: Plan) -> str:
+def _ignored_why(kind: str, e: Event, arity: int | None) -> str:
     """What is wrong with an event the program cannot take."""
     rel = e.fact.relation
     if kind.startswith("arity:"):
-        return f"{e.fact} has {len(e.fact.args)} arguments; {rel} takes {plan.arity.get(rel)}"
+        return f"{e.fact} has {len(e.fact.args)} arguments; {rel} takes {arity}"
     if kind.startswith("derived:"):
         return f"{e.fact} asserts derived relation {rel}"
     return f"unknown relation {rel} in {e.fact}"

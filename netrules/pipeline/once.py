@@ -4,6 +4,10 @@ Batches hold at most ``batch_events`` events (0: a whole segment) and never span
 (a segment is one collector tick). Events the store already applied are dropped *before*
 batching, and a killed run committed whole batches only, so a restart forms exactly the
 batches the killed run had left: same ids, same change log as an uninterrupted run.
+
+A program with event rules (``clocked.ClockedEngine``) then runs its clock to ``until`` in one
+more batch with no events, unless a previous run already took it there: the timers, expiries
+and beacons after the last event are part of the run, and a restart repeats none of them.
 """
 
 from __future__ import annotations
@@ -46,8 +50,10 @@ def plan_batches(log: EventLog, batch_events: int, applied: Callable[[list[str]]
 
 def run_once(processor: BatchProcessor, log: EventLog, batch_events: int,
              on_bad_line: Callable[[str], None] | None = None,
-             progress: Callable[[int], None] | None = None) -> OnceResult:
-    """Apply every unapplied event of ``log``; ``progress(segments_done)`` as it goes."""
+             progress: Callable[[int], None] | None = None,
+             until: float | None = None) -> OnceResult:
+    """Apply every unapplied event of ``log``; ``progress(segments_done)`` as it goes; then
+    run an engine's clock to ``until`` (None: no clock to run)."""
     result = OnceResult(0, 0, 0, [])
     for k, events, bad, skipped in plan_batches(log, batch_events,
                                              processor.store.applied_event_ids):
@@ -64,4 +70,8 @@ def run_once(processor: BatchProcessor, log: EventLog, batch_events: int,
         result.events += len(events)
         if progress:
             progress(k + 1)
+    if until is not None and getattr(processor.engine, "now", until) < until:
+        bid = 0 if processor.last_batch is None else processor.last_batch + 1
+        processor.process(bid, [], until=until)
+        result.batches += 1
     return result

@@ -16,10 +16,11 @@ from typing import Any
 
 from netrules import settings
 from netrules.alerts import AlertRules, WebhookNotifier
-from netrules.errors import StoreError
+from netrules.errors import EngineError, StoreError
 from netrules.eventlog import EventLog
 from netrules.facts import Value
 from netrules.pipeline.batch import BatchProcessor, Recovery, alert_config_for, engine_factory
+from netrules.pipeline.clocked import ClockedEngine
 from netrules.pipeline.once import run_once
 from netrules.pipeline.recover import default_checkpoint
 from netrules.pipeline.stream import run_stream
@@ -61,6 +62,10 @@ class RunOptions:
     alert_config: str | None = _default("alert_config")
     webhook: str | None = _default("webhook")
     strict: bool = False  # an event the program cannot take stops the run
+    #: programs with event rules, --once: run their clock to this event time after the log
+    #: (None: the log's last event time plus the program's settling time, ``horizon``)
+    until: float | None = None
+    beacon: float = 5.0  # seconds between neighbour-discovery beacons (``discovery``)
 
 
 @dataclass
@@ -72,6 +77,7 @@ class RunSummary:
     bad_lines: list[str] = field(default_factory=list)
     spark_jobs: list[int] = field(default_factory=list)
     mode: str = "once"
+    clock: float | None = None  # programs with event rules: the event time the clock reached
     ignored: dict[str, tuple[str, str]] = field(default_factory=dict)  # kind -> (where, why)
 
 
@@ -118,7 +124,8 @@ def run_pipeline(plan: Plan, store: Store, opts: RunOptions, *,
                               loop_relation=opts.loop_relation,
                               pattern_relations=opts.pattern_relations,
                               monitored=opts.monitored, overrides=overrides)
-    engine = engine_factory(opts.engine, opts.strategy, opts.spark_master)(plan)
+    engine = (clocked_engine(plan, opts) if plan.reactive
+              else engine_factory(opts.engine, opts.strategy, opts.spark_master)(plan))
     processor = BatchProcessor(
         plan, engine, store, AlertRules(config), link_relation=opts.link_relation,
         max_derivations=opts.max_derivations, on_batch=on_batch,
@@ -137,10 +144,11 @@ def run_pipeline(plan: Plan, store: Store, opts: RunOptions, *,
             report("replay", segments_done, total)
 
         res = run_once(processor, log, opts.batch_events, on_bad_line=on_bad_line,
-                       progress=step)
+                       progress=step, until=horizon(engine, log, opts.until))
         summary.batches, summary.events = res.batches, res.events
         summary.bad_lines = res.bad_lines
         summary.ignored = dict(processor.ignored_at)
+        summary.clock = getattr(engine, "now", None)
         return summary
     checkpoint = opts.checkpoint or default_checkpoint(opts.events_dir)
     sres = run_stream(processor, opts.events_dir, checkpoint, spark_master=opts.spark_master,
@@ -151,4 +159,29 @@ def run_pipeline(plan: Plan, store: Store, opts: RunOptions, *,
     summary.batches, summary.events, summary.replayed = sres.batches, sres.events, sres.replayed
     summary.bad_lines, summary.spark_jobs = sres.bad_lines, sres.spark_jobs
     summary.ignored = dict(processor.ignored_at)
+    summary.clock = getattr(engine, "now", None)
     return summary
+
+
+def clocked_engine(plan: Plan, opts: RunOptions) -> ClockedEngine:
+    """The engine of a program with event rules: ``Reactive`` in process, on event time."""
+    if opts.engine != "reference":
+        raise EngineError(f"the program has event rules, which run in process on the "
+                          f"reference engine, not on --engine {opts.engine}")
+    return ClockedEngine(plan, opts.strategy, link_relation=opts.link_relation,
+                         beacon=opts.beacon)
+
+
+def horizon(engine: object, log: EventLog, until: float | None) -> float | None:
+    """Where ``--once`` leaves an engine's clock: ``until``, or by default the log's last
+    event time plus the program's settling time on the nodes the log names (None: an engine
+    without a clock). Read from the log alone, so a restart picks the same horizon."""
+    if not isinstance(engine, ClockedEngine):
+        return None
+    if until is not None:
+        return until
+    last, nodes = 0.0, set()
+    for e in log.read(strict=False, errors=[]):
+        last = max(last, e.time)
+        nodes.add(e.fact.args[e.fact.loc or 0] if e.fact.args else None)
+    return last + engine.settle(len(nodes))

@@ -82,6 +82,13 @@ class Plan:
         """Derived relations a user wrote (auxiliary relations excluded)."""
         return self.derived - self.aux
 
+    @property
+    def external(self) -> dict[str, int]:
+        """Events fed from outside (P2's reading: no event rule raises them), by arity."""
+        heads = {r.head.relation for r in self.reactive} | {PERIODIC}
+        return {a.relation: a.arity for r in self.reactive for a in r.atoms()
+                if a.relation in self.events and a.relation not in heads}
+
     def delta_rules(self) -> list[DeltaRule]:
         return [d for r in self.rules for d in delta_rules(r)]
 
