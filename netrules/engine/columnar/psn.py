@@ -433,7 +433,7 @@ class ColumnarProgram:
         return out
 
     def _admit(self, cands: list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]],
-               ch: _Changes, only: dict[str, np.ndarray] | None = None
+               ch: _Changes, only: dict[str, RowSet] | None = None
                ) -> dict[str, np.ndarray]:
         """Make the candidates' heads that are not alive facts (restricted to ``only``'s
         rows), each with rank min over its candidates and up to K supports of that rank."""
@@ -453,7 +453,7 @@ class ColumnarProgram:
                     continue
                 rows = rel.find(heads)
                 ok = (rows >= 0)
-                ok[ok] = RowSet(rel.n, allowed).has(rows[ok]) & ~rel.alive[rows[ok]]
+                ok[ok] = allowed.has(rows[ok]) & ~rel.alive[rows[ok]]
             else:
                 rows = rel.rows_for(heads)
                 ok = ~rel.alive[rows]
@@ -480,7 +480,7 @@ class ColumnarProgram:
 
     def _seminaive(self, srels: frozenset[str], rules: list[_Rule],
                    deltas: dict[str, np.ndarray], ch: _Changes,
-                   only: dict[str, np.ndarray] | None = None,
+                   only: dict[str, RowSet] | None = None,
                    first: list | None = None) -> None:
         while deltas or first:
             self.stats["rounds"] += 1
@@ -506,14 +506,16 @@ class ColumnarProgram:
             same = np.all(heads == rel.cols[rows[tab.vars["#k"]]], axis=1)
             if same.any():
                 cands.append((r, heads[same], body[same], rank[same]))
-        revived = self._admit(cands, ch, suspects)
+        revived = self._admit(cands, ch, {n: RowSet(self.rels[n].n, v)
+                                          for n, v in suspects.items()})
         self.stats["rederived"] += sum(len(v) for v in revived.values())
         left = {}
         for name, rows in suspects.items():
             rel = self.rels[name]
             left[name] = rows[~rel.alive[rows]]
         if revived:
-            self._seminaive(srels, rules, revived, ch, only=left)
+            self._seminaive(srels, rules, revived, ch,
+                            only={n: RowSet(self.rels[n].n, v) for n, v in left.items()})
 
     # -- reading ---------------------------------------------------------------------------
     def rows_of(self, name: str) -> np.ndarray:

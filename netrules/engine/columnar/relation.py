@@ -60,7 +60,7 @@ class RowSet:
             self.mask: np.ndarray | None = np.zeros(n, dtype=bool)
             self.mask[rows] = True
         else:
-            self.mask, self.rows = None, np.unique(rows)
+            self.mask, self.rows = None, np.sort(rows)  # a repeat does no harm
 
     def has(self, rows: np.ndarray) -> np.ndarray:
         m = self.mask
