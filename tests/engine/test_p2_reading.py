@@ -15,6 +15,7 @@ from netrules.facts import Fact
 from netrules.lang.events import reading
 from netrules.lang.parse import parse_program
 from netrules.plan import plan_program
+from tests.lang.test_dialect import assert_refused
 
 GOSSIP = """
 // peers announced by an external event; each new or refreshed peer is told to the
@@ -138,8 +139,4 @@ REFUSED = [
 @pytest.mark.parametrize(("what", "text", "message", "where"), REFUSED,
                          ids=[r[0] for r in REFUSED])
 def test_what_p2s_reading_still_refuses(what, text, message, where) -> None:
-    with pytest.raises(ProgramError) as e:
-        parse_program(text, f"{what}.olg")
-    (d,) = e.value.diagnostics
-    assert d.code == "UNSUPPORTED" and message in d.message
-    assert (d.loc.file, d.loc.line, d.loc.column) == (f"{what}.olg", *where)
+    assert_refused(text, f"{what}.olg", message, where)

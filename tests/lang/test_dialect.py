@@ -120,11 +120,17 @@ REFUSED = [
 @pytest.mark.parametrize(("what", "text", "message", "where"), REFUSED,
                          ids=[r[0] for r in REFUSED])
 def test_unsupported_constructs_are_refused_by_name(what, text, message, where) -> None:
+    assert_refused(text, f"{what}.ndlog", message, where)
+
+
+def assert_refused(text: str, file: str, message: str, where: tuple[int, int]) -> None:
+    """``text`` is refused as UNSUPPORTED with ``message`` at ``file``:line:column, caret
+    drawn."""
     with pytest.raises(ProgramError) as e:
-        parse_program(text, f"{what}.ndlog")
+        parse_program(text, file)
     (d,) = e.value.diagnostics
     assert d.code == "UNSUPPORTED" and message in d.message
-    assert (d.loc.file, d.loc.line, d.loc.column) == (f"{what}.ndlog", *where)
+    assert (d.loc.file, d.loc.line, d.loc.column) == (file, *where)
     assert "^" in d.render()
 
 
