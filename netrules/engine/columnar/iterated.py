@@ -24,12 +24,14 @@ import numpy as np
 from netrules.engine.columnar.aggregate import (
     AggRule,
     _group_cols,
+    aggregate_groups,
     group_rows,
     regroup,
     tables_from,
     touched_groups,
 )
 from netrules.engine.columnar.joins import Reader, Table, bind_head, head_columns
+from netrules.engine.columnar.keys import unique_rows
 from netrules.engine.columnar.relation import RowSet
 from netrules.errors import EvalError
 
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 __all__ = ["IteratedStage", "MAX_ITERATIONS"]
 
 MAX_ITERATIONS = 10_000
+#: closures of overdeletion recomputed after keeping aggregate rows a remaining binding holds
+RESCUE_ROUNDS = 3
 Rows = dict[str, np.ndarray]
 #: per relation, the change of each input it reads since it was last computed: (gone, come)
 Pending = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
@@ -173,9 +177,59 @@ class IteratedStage:
 
     # -- a batch ---------------------------------------------------------------------------
     def _overdelete(self, d_low: Rows, a_low: Rows, old: Reader) -> Rows:
+        """Rows that leaned, directly or through other rows, on a lost lower row, less the
+        aggregate rows whose value a remaining binding still gives (``_rescue``): with unit
+        costs a best cost loses one of its equal-cost routes at almost every link event,
+        and dropping it took down the best paths of every node upstream, which the
+        iteration then derived again unchanged (on americas, 780,000 rows taken out for
+        41,000 that changed)."""
+        blocked: Rows = {}
+        for n in range(RESCUE_ROUNDS + 1):
+            over = self._closure(d_low, a_low, old, blocked)
+            if n == RESCUE_ROUNDS:
+                break
+            rescued = self._rescue(over, a_low)
+            if not rescued:
+                break
+            blocked = _union(blocked, rescued)
+        return over
+
+    def _rescue(self, over: Rows, a_low: Rows) -> Rows:
+        """Aggregate rows of ``over`` whose group, aggregated afresh over what surely
+        remains (rows not in ``over``, lower rows that were there before the batch), gives
+        the same row. Their witnesses are outside every later, smaller ``over``, so keeping
+        them keeps the start of the iteration grounded. Relations go in ``self.order``, so
+        a best path may rest on a best cost kept just before it."""
+        prog = self.prog
+        gone = dict(over)
+        out: Rows = {}
+        for name in self.order:
+            rows = gone.get(name)
+            if rows is None or not self.aggs_of.get(name):
+                continue
+            rel = prog.rels[name]
+            read = self.reader(_union(gone, a_low), {})
+            kept = []
+            for ar in self.aggs_of[name]:
+                groups = rel.cols[rows][:, ar.group_pos].astype(np.int64)
+                heads = aggregate_groups(ar, prog, unique_rows(groups)[0], read)
+                if len(heads):
+                    found = rel.find(heads)
+                    kept.append(found[found >= 0])
+            if kept:
+                k = np.intersect1d(np.concatenate(kept), rows)
+                if len(k):
+                    out[name] = k
+                    gone[name] = np.setdiff1d(rows, k, assume_unique=True)
+        return out
+
+    def _closure(self, d_low: Rows, a_low: Rows, old: Reader, blocked: Rows) -> Rows:
         prog = self.prog
         found: dict[str, list[np.ndarray]] = {}
         marks: dict[str, np.ndarray] = {}
+        for name, rows in blocked.items():  # never taken out, so never spread from
+            marks[name] = np.zeros(prog.rels[name].n, dtype=bool)
+            marks[name][rows] = True
         pos, neg = dict(d_low), dict(a_low)
         while any(len(v) for v in pos.values()) or any(len(v) for v in neg.values()):
             newly: dict[str, list[np.ndarray]] = {}
