@@ -42,7 +42,7 @@ __all__ = ["IteratedStage", "MAX_ITERATIONS"]
 
 MAX_ITERATIONS = 10_000
 #: closures of overdeletion recomputed after keeping aggregate rows a remaining binding holds
-RESCUE_ROUNDS = 3
+RESCUE_ROUNDS = 1
 Rows = dict[str, np.ndarray]
 #: per relation, the change of each input it reads since it was last computed: (gone, come)
 Pending = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
