@@ -197,7 +197,7 @@ def assert_dense(tally: Counter, floor: float, what: str) -> None:
     assert share >= floor, f"only {share:.0%} of the examples had {what} (floor {floor:.0%})"
 
 
-@settings(max_examples=350)
+@settings(max_examples=600)
 @given(random_program(), update_stream(), st.integers(0, 2**16))
 def _random_programs(strategy, tally, text: str, stream, seed: int) -> None:
     plan = plan_program(parse_program(text))
@@ -277,7 +277,7 @@ def cycles_cut(before: set[Fact], after: set[Fact], relation: str = "link",
 NETWORK_PROGRAMS = ["reachability", "min_cost", "path_vector"]
 
 
-@settings(max_examples=250)
+@settings(max_examples=400)
 @given(st.sampled_from(NETWORK_PROGRAMS), link_stream(), st.integers(0, 2**16))
 def test_network_programs(strategy, name: str, stream, seed: int) -> None:
     check_stream(strategy, plan_program(programs.load(name)), *stream, seed)
@@ -300,7 +300,7 @@ def nexthop_stream(draw: st.DrawFn):
     return signed_stream(draw, hop)
 
 
-@settings(max_examples=100)
+@settings(max_examples=150)
 @given(nexthop_stream(), st.integers(0, 2**16))
 def test_routing_loops(strategy, stream, seed: int) -> None:
     check_stream(strategy, plan_program(programs.load("routing_loop")), *stream, seed)
