@@ -1,18 +1,20 @@
-"""Recursion through an aggregate (best routes), as columns: differential Jacobi iteration.
+"""Recursion through an aggregate (best routes), as columns: differential iteration.
 
 The stratum means the fixpoint of ``S := T(L, S)`` from nothing (``reference.iterate_stratum``).
-As in ``engine/iterated.py``, each step is computed from what changed between the last two
-inputs: plain rules fire from the rows that left the input (over the previous input: heads
-that may go) and from the rows that joined it (over the new input: heads that come), a head
-that may go stays if the new input still derives it, and aggregate rules recompute only the
-groups such bindings touch. From nothing, the first step's input gains every lower row, so
-materialisation is the same loop.
+As in ``engine/iterated.py``, each step is computed from what changed in its input: plain
+rules fire from the rows that left the input (over the previous input: heads that may go) and
+from the rows that joined it (over the new input: heads that come), a head that may go stays
+if the new input still derives it, and aggregate rules recompute only the groups such bindings
+touch. A step is one relation's rules (``step``), fed the changes of what it reads since it
+last ran. A load, from nothing, runs every relation on the same input per sweep (Jacobi, the
+oracle's sequence); a batch runs them one after another in ``order`` (Gauss-Seidel), so a sweep
+carries a change a whole hop (docs/engine.md).
 
 A batch first *overdeletes*: every stratum row that leaned, directly or through other rows, on
 a lost lower row (an aggregate row only when the lost binding gave its extreme, the
-value-aware rule of docs/engine.md) is taken out of the first step's input, so no stale route
-is extended. Inputs are never copied: a step reads ``(alive & ~minus) | plus`` through masks
-over the rows.
+value-aware rule of docs/engine.md, and not when a remaining binding still gives it) is taken
+out of the first step's input, so no stale route is extended. Inputs are never copied: a step
+reads ``(alive & ~minus) | plus`` through row sets.
 """
 
 from __future__ import annotations
