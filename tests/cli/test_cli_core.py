@@ -94,28 +94,23 @@ def test_eval_is_last_writer_wins(tmp_path) -> None:
     assert json.loads(r.output)[-1] == {"reachable": [["a", "b"]]}
 
 
-@pytest.mark.parametrize(("text", "where", "message"), [
-    ("link(@a,b,1).\nlnk(@a,b,1).\n", "f.facts:2:1", "unknown relation lnk"),
-    ("link(@a,b,1).\n  link(@a,b).\n", "f.facts:2:3", "has 2 arguments; link takes 3"),
-    ("reachable(@a,b).\n", "f.facts:1:1", "asserts derived relation reachable"),
+@pytest.mark.parametrize(("option", "text", "where", "message"), [
+    ("--facts", "link(@a,b,1).\nlnk(@a,b,1).\n", "f:2:1", "unknown relation lnk"),
+    ("--facts", "link(@a,b,1).\n  link(@a,b).\n", "f:2:3", "has 2 arguments; link takes 3"),
+    ("--facts", "reachable(@a,b).\n", "f:1:1", "asserts derived relation reachable"),
+    ("--updates", "+link(@a,b,1).\n---\n  -lnk(@a,b,1).\n", "f:3:4", "unknown relation lnk"),
+    ("--updates", "+link(@a,b).\n", "f:1:2", "has 2 arguments; link takes 3"),
 ])
-def test_eval_refuses_facts_the_program_cannot_take(tmp_path, text, where, message) -> None:
-    f = tmp_path / "f.facts"
+def test_eval_refuses_input_the_program_cannot_take(tmp_path, option, text, where,
+                                                    message) -> None:
+    """A fact or update file naming an unknown relation, the wrong arity or a derived
+    relation is refused at its file:line:col."""
+    f = tmp_path / "f"
     f.write_text(text)
-    r = run("eval", "reachability", "--facts", str(f))
+    r = run("eval", "reachability", option, str(f))
     assert r.exit_code == 1 and f"{tmp_path / where}" in r.output and message in r.output
-    assert "^" in r.output
-
-
-@pytest.mark.parametrize(("text", "where", "message"), [
-    ("+link(@a,b,1).\n---\n  -lnk(@a,b,1).\n", "u.upd:3:4", "unknown relation lnk"),
-    ("+link(@a,b).\n", "u.upd:1:2", "has 2 arguments; link takes 3"),
-])
-def test_eval_refuses_updates_the_program_cannot_take(tmp_path, text, where, message) -> None:
-    u = tmp_path / "u.upd"
-    u.write_text(text)
-    r = run("eval", "reachability", "--updates", str(u))
-    assert r.exit_code == 1 and f"{tmp_path / where}" in r.output and message in r.output
+    if option == "--facts":
+        assert "^" in r.output
 
 
 def test_check_refuses_facts_and_updates_the_program_cannot_take(tmp_path) -> None:
