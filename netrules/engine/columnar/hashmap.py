@@ -1,9 +1,9 @@
 """A hash map from int64 keys to values below 2**31, probed and filled a whole array at a time.
 
-Open addressing with linear probing over two NumPy arrays. A call costs a handful of NumPy
-passes whatever its size (the loop runs once per probe step, over the keys still looking), so
-one changed fact costs microseconds and a million cost a fraction of a second: the map is what
-lets maintenance stay proportional to the change while a view holds millions of rows.
+Open addressing with linear probing over two NumPy arrays, probed by compiled loops
+(``kernels.py``): one changed fact costs about a microsecond and a million a fraction of a
+second, so the map is what lets maintenance stay proportional to the change while a view
+holds millions of rows.
 Keys must be non-negative (the packed keys of ``keys.py`` are). Values are rows and ids, all
 below 2**31 (``values.py``), so they are kept as int32: a quarter of a backbone's view is map.
 """
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from netrules.engine.columnar import kernels
+
 __all__ = ["Int64Map"]
 
-_EMPTY = -1
-_GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
-_MIX = np.uint64(0x9E3779B97F4A7C15)
+_EMPTY = kernels.EMPTY
+_GONE = kernels.GONE
 
 
 class Int64Map:
@@ -40,28 +41,12 @@ class Int64Map:
     def nbytes(self) -> int:
         return self._keys.nbytes + self._vals.nbytes
 
-    def _home(self, keys: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore"):
-            h = keys.astype(np.uint64) * _MIX
-        return (h >> self._shift).astype(np.int64)
-
     def _find_slots(self, keys: np.ndarray) -> np.ndarray:
         """Slot of each key, or -1 where absent."""
-        n = len(keys)
-        out = np.full(n, -1, dtype=np.int64)
-        if n == 0 or self.size == 0:
-            return out
-        slot = self._home(keys)
-        todo = np.arange(n)
-        k = keys
-        while len(todo):
-            seen = self._keys[slot]
-            hit = seen == k
-            if hit.any():
-                out[todo[hit]] = slot[hit]
-            go = ~hit & (seen != _EMPTY)
-            todo, slot, k = todo[go], (slot[go] + 1) & self._mask, k[go]
-        return out
+        if len(keys) == 0 or self.size == 0:
+            return np.full(len(keys), -1, dtype=np.int64)
+        return kernels.find_slots(self._keys, np.int64(self._mask), self._shift,
+                                  keys.astype(np.int64, copy=False))
 
     def get(self, keys: np.ndarray, default: int = -1) -> np.ndarray:
         slots = self._find_slots(keys)
@@ -101,24 +86,9 @@ class Int64Map:
         self.size += len(keys)
 
     def _place(self, keys: np.ndarray, vals: np.ndarray) -> None:
-        slot = self._home(keys)
-        while len(keys):
-            seen = self._keys[slot]
-            free = (seen == _EMPTY) | (seen == _GONE)
-            # claim free slots; where several keys claim one slot the last write wins and
-            # the others probe on
-            cand = np.flatnonzero(free)
-            reused = int((seen[cand] == _GONE).sum())
-            self._keys[slot[cand]] = keys[cand]
-            won = np.zeros(len(keys), dtype=bool)
-            won[cand] = self._keys[slot[cand]] == keys[cand]
-            # a reused tombstone that lost the race is still a tombstone-turned-key of the
-            # winner: count reuse by winners only
-            if reused:
-                self._gone -= int(((seen == _GONE) & won).sum())
-            self._vals[slot[won]] = vals[won]
-            go = ~won
-            keys, vals, slot = keys[go], vals[go], (slot[go] + 1) & self._mask
+        self._gone -= kernels.place(self._keys, self._vals, np.int64(self._mask), self._shift,
+                                    keys.astype(np.int64, copy=False),
+                                    vals.astype(np.int32, copy=False))
 
     def delete(self, keys: np.ndarray) -> int:
         slots = self._find_slots(keys)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from netrules.engine.columnar import kernels
 from netrules.engine.columnar.hashmap import Int64Map
 from netrules.engine.columnar.keys import Pairs
 
@@ -39,15 +40,7 @@ def grow(obj: object, names: tuple[str, ...], used: int, need: int,
 
 def expand(skeys: np.ndarray, srows: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every (probe index, row) whose key equals the probe's, from a key-sorted run."""
-    lo = np.searchsorted(skeys, q, "left")
-    hi = np.searchsorted(skeys, q, "right")
-    cnt = hi - lo
-    total = int(cnt.sum())
-    if total == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    qi = np.repeat(np.arange(len(q), dtype=np.int64), cnt)
-    first = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt)
-    return qi, srows[first + np.arange(total, dtype=np.int64)].astype(np.int64)
+    return kernels.expand(skeys, srows, q.astype(skeys.dtype, copy=False))
 
 
 class RowSet:

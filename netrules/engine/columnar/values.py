@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from netrules.engine.columnar import kernels
 from netrules.engine.columnar.hashmap import Int64Map
 from netrules.engine.columnar.keys import pack
 from netrules.facts import Value, value_to_json
@@ -52,6 +53,8 @@ class Values:
         self._cache: np.ndarray | None = None
         self._filled = 0
         self._json: list[str | None] = []  # per atom, rendered on first use
+        self._atom_rank = np.zeros(0, dtype=np.int64)  # per atom: its place by sort_key
+        self._atom_number = np.zeros(0, dtype=bool)  # per atom: a number (not a string)
         self.head = np.zeros(0, dtype=np.int32)  # per cell (id - CELLS): first element
         self.tail = np.zeros(0, dtype=np.int32)  # and the rest of the list
         self.ncells = 0
@@ -138,56 +141,69 @@ class Values:
 
     def member(self, lists: np.ndarray, x: np.ndarray) -> np.ndarray:
         """1 where ``x`` is an element of the list, else 0 (``lists`` must be list ids)."""
-        out = np.zeros(len(lists), dtype=np.int64)
-        idx = np.arange(len(lists))
-        cur = lists.copy()
-        while len(idx):
-            live = cur != self.nil
-            idx, cur = idx[live], cur[live]
-            k = cur - CELLS
-            hit = self.head[k] == x[idx]
-            out[idx[hit]] = 1
-            idx, cur = idx[~hit], self.tail[k[~hit]].astype(np.int64)
-        return out
+        if not len(lists):
+            return np.zeros(0, dtype=np.int64)
+        return kernels.member(self.head, self.tail, np.int64(self.nil), np.int64(CELLS),
+                              lists.astype(np.int64, copy=False),
+                              x.astype(np.int64, copy=False))
 
     def order_rank(self, ids: np.ndarray) -> np.ndarray:
         """A rank per id that orders the values as ``facts.sort_key`` does (numbers, then
-        strings, then lists element by element, a prefix first). Plain values are compared
-        once per distinct value; lists as a matrix of their elements' ranks, so two million
-        routes are ordered by ``lexsort``, not by tuples."""
+        strings, then lists element by element, a prefix first). Plain values rank by a
+        rank of every atom kept until an atom is added; lists as a matrix of their elements'
+        ranks (one compiled walk), so two million routes are ordered by ``lexsort``, not by
+        tuples."""
         if not len(ids) or (ids < SMALL).all():
             return ids.copy()
         uniq, inv = np.unique(ids, return_inverse=True)
         lists = self.is_list(uniq)
         rank = np.empty(len(uniq), dtype=np.int64)
         plain = np.flatnonzero(~lists)
+        top = 0
         if len(plain):
-            from netrules.facts import sort_key
-
-            vals = self.decode_column(uniq[plain])
-            order = sorted(range(len(plain)), key=lambda k: sort_key(vals[k]))
-            rank[plain[order]] = np.arange(len(plain))
+            rank[plain] = self._plain_rank(uniq[plain])
+            top = int(rank[plain].max()) + 1
         cells = np.flatnonzero(lists)
         if len(cells):
-            cols = []
-            cur = uniq[cells].copy()
-            while True:
-                live = cur != self.nil
-                if not live.any():
-                    break
-                col = np.full(len(cur), -1, dtype=np.int64)
-                k = cur[live] - CELLS
-                col[live] = self.head[k]
-                cols.append(col)
-                cur[live] = self.tail[k]
-            mat = np.stack(cols, axis=1) if cols else np.zeros((len(cells), 0), np.int64)
+            mat = kernels.list_elements(self.head, self.tail, np.int64(self.nil),
+                                        np.int64(CELLS), uniq[cells].astype(np.int64))
             elems = mat >= 0
             er = np.full(mat.shape, -1, dtype=np.int64)
             if elems.any():
                 er[elems] = self.order_rank(mat[elems])
             order = np.lexsort(er.T[::-1]) if er.shape[1] else np.arange(len(cells))
-            rank[cells[order]] = len(plain) + np.arange(len(cells))
+            rank[cells[order]] = top + np.arange(len(cells))
         return rank[inv]
+
+    def _plain_rank(self, ids: np.ndarray) -> np.ndarray:
+        """Order-preserving ranks of values that are not lists: a small int is its own rank
+        and an atom ``SMALL`` plus its place among all atoms, unless a number is an atom
+        (a float, a large or negative int), which must interleave with the small ints: then
+        the values themselves are sorted."""
+        atoms = ids >= SMALL
+        if not atoms.any():
+            return ids.copy()
+        if len(self._atom_rank) != len(self._objs):
+            from netrules.facts import sort_key
+
+            order = sorted(range(len(self._objs)), key=lambda k: sort_key(self._objs[k]))
+            self._atom_rank = np.empty(len(self._objs), dtype=np.int64)
+            self._atom_rank[order] = np.arange(len(order))
+            self._atom_number = np.fromiter(
+                (not isinstance(v, str | tuple) for v in self._objs), dtype=bool,
+                count=len(self._objs))
+        k = ids[atoms] - SMALL
+        if self._atom_number[k].any():
+            from netrules.facts import sort_key
+
+            vals = self.decode_column(ids)
+            order = sorted(range(len(ids)), key=lambda j: sort_key(vals[j]))
+            out = np.empty(len(ids), dtype=np.int64)
+            out[order] = np.arange(len(ids))
+            return out
+        out = ids.copy()
+        out[atoms] = SMALL + self._atom_rank[k]
+        return out
 
     # -- decoding --------------------------------------------------------------------------
     def decode(self, i: int) -> Value:
