@@ -48,6 +48,8 @@ class Outbox:
     busy: bool = False  # counts moved here that the next round must look at
     revived: list[FactKey] = field(default_factory=list)  # suspects that kept their place
     flips: dict[FactKey, int] = field(default_factory=dict)  # shown +1 / hidden -1, net
+    # with ``Program.report_supports``: each fact whose supports changed -> its first one
+    supports: dict[FactKey, Support | None] = field(default_factory=dict)
 
     def shared(self) -> Outbox:
         """What other places need to steer the rounds: messages, suspects, dead, busy."""
@@ -111,9 +113,14 @@ def lower_changes(state: RegionState, stage: Stage) -> tuple[Database, Database]
 class Program:
     """A plan as a region runs it: rules, stages, the locator, K."""
 
-    def __init__(self, plan: Plan, part_of: Callable[[str, tuple], int], k: int) -> None:
+    def __init__(self, plan: Plan, part_of: Callable[[str, tuple], int], k: int, *,
+                 report_supports: bool = False) -> None:
+        """``report_supports``: every round reports the first support of each fact whose
+        supports it changed (``Outbox.supports``), for a driver that explains facts (the
+        pipeline writes derivations); off, rounds send nothing more than they need."""
         check_resident_plan(plan)
         self.plan, self.part_of, self.k = plan, part_of, k
+        self.report_supports = report_supports
         self.rules = list(plan.rules)
         self.by_head: dict[str, list[tuple[int, ast.Rule]]] = {}
         for i, r in enumerate(self.rules):
