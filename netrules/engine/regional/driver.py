@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from netrules.engine.firing import FactKey
 from netrules.engine.ledger import BaseLedger
 from netrules.engine.reference import solve_body
-from netrules.engine.regional.counting import count, overdelete
+from netrules.engine.regional.counting import count, overdelete, witness
 from netrules.engine.regional.rounds import Outcome, run_rounds
 from netrules.engine.regional.state import RegionState, Support
 from netrules.engine.regional.steps import Outbox, Program, insert, kill, rederive, settle
@@ -59,6 +59,9 @@ def run_step(state: RegionState, prog: Program, step: tuple[str, int], batch: in
     out.flips, state.step_flips = state.step_flips, {}
     if prog.report_supports:
         out.supports = state.first_supports(state.step_sup)
+        for key, sup in out.supports.items():  # counted facts keep counts, not supports
+            if sup is None and key[0] in prog.counted and state.shown(key):
+                out.supports[key] = witness(state, prog, key)
     state.step_sup = set()
     return out
 
@@ -252,7 +255,7 @@ class RegionalEngine:
             raise EngineError("this engine was built without report_supports; it cannot "
                               "explain facts")
         plan, rules, sups = self.plan, self.prog.rules, self.supports
-        counted = {rel for st in self.prog.stages if st.kind == "count" for rel in st.relations}
+        counted = self.prog.counted
 
         def build(key: FactKey, path: set[FactKey]) -> Derivation:
             f = Fact(key[0], key[1], plan.locspec.get(key[0], 0))

@@ -64,6 +64,7 @@ class RegionState:
     def add(self, key: FactKey, rank: int | None = None) -> None:
         if self.db.add(*key):
             self._flip(key, 1)
+            self.step_sup.add(key)
         if rank is not None:
             self.rank[key] = rank
         if self.log is not None:
@@ -116,6 +117,7 @@ class RegionState:
         """Move the derivation count of a counted fact located here (by 0: only look at
         it again next round)."""
         c = self.cnt.get(key, 0) + n
+        self.step_sup.add(key)
         if c:
             self.cnt[key] = c
         else:

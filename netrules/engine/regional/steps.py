@@ -20,7 +20,7 @@ hidden from every body it could join (it lives in the region the body is matched
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from netrules.engine.aggregates import AggIndex
 from netrules.engine.firing import FactKey, body_keys
@@ -122,6 +122,16 @@ class Program:
         self.plan, self.part_of, self.k = plan, part_of, k
         self.report_supports = report_supports
         self.rules = list(plan.rules)
+        # per aggregate rule, the rule with its aggregated variable in the head (None for
+        # COUNT/SUM): its instances for a group's row are the row's witnesses
+        self.plain: dict[int, ast.Rule | None] = {}
+        for i, r in enumerate(self.rules):
+            found = r.head.aggregate()
+            if found is not None:
+                pos, agg = found
+                ok = agg.func in ("MIN", "MAX") and agg.var is not None
+                args = tuple(agg.var if j == pos else t for j, t in enumerate(r.head.args))
+                self.plain[i] = replace(r, head=replace(r.head, args=args)) if ok else None
         self.by_head: dict[str, list[tuple[int, ast.Rule]]] = {}
         for i, r in enumerate(self.rules):
             self.by_head.setdefault(r.head.relation, []).append((i, r))
@@ -147,6 +157,8 @@ class Program:
             self.stages.append(Stage(kind, rules, rels, reads))
         if not self.stages:  # facts only: a stage with no rules still applies them
             self.stages.append(Stage("psn", (), frozenset(), frozenset()))
+        self.counted = frozenset(x for st in self.stages if st.kind == "count"
+                                 for x in st.relations)
 
 def _rank_of(state: RegionState, body: tuple[FactKey, ...]) -> int:
     rank = state.rank
