@@ -149,7 +149,9 @@ def _resident_driver(master: str, store: str, events: str, out: str) -> None:
     sc = SparkSession.getActiveSession().sparkContext  # type: ignore[union-attr]
     with open_store(store, read_only=True) as s:
         jobs = [b.stats.get("spark_jobs") for b in s.batches(limit=100)]
-    Path(out).write_text(json.dumps({"master": sc.master, "run_s": run_s, "jobs": jobs}))
+    Path(out).write_text(json.dumps({
+        "master": sc.master, "run_s": run_s, "jobs": jobs,
+        "executors": [e.host() for e in sc._jsc.sc().statusTracker().getExecutorInfos()]}))
 
 
 def test_run_state_spark_on_the_cluster_equals_in_process(standalone_cluster,
@@ -185,6 +187,7 @@ def test_run_state_spark_on_the_cluster_equals_in_process(standalone_cluster,
     print("resident run on the cluster:", json.dumps(report))
     assert report["master"] == standalone_cluster.master
     assert report["jobs"] == [1, 1, 1], report
+    assert len(report["executors"]) == 1 + 2  # the driver and one executor per worker
     with open_store(str(ref), read_only=True) as a, open_store(str(store), read_only=True) as b:
         assert a.snapshot() == b.snapshot()
         assert [c[:2] + c[3:] for c in a.changes()] == [c[:2] + c[3:] for c in b.changes()]
