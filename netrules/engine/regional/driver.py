@@ -246,9 +246,10 @@ class RegionalEngine:
     def explain(self, fact: Fact) -> Derivation | None:
         """Why ``fact`` holds, from the mirrored first supports (``Program.report_supports``
         must be on): a tree down to base facts. A fact of a counting stage (aggregate,
-        negation) keeps counts, not supports: it comes back with its rule and no children,
-        which the pipeline completes for aggregates with ``query``. None: no support kept
-        and not a base or counted fact here."""
+        negation) keeps counts, not supports: its region reports one rule instance deriving
+        it (``counting.witness``); without one (its body at another node, COUNT/SUM) it
+        comes back with its rule and no children, which the pipeline completes for
+        aggregates with ``query``. None: no support kept and not a base or counted fact."""
         if self._regions is None:
             return None
         if not self.prog.report_supports:
