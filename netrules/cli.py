@@ -361,6 +361,7 @@ def _write_source(*, topology: str | None, scenario: str | None, seed: int | Non
 @settings.option("checkpoint")
 @settings.option("strategy")
 @settings.option("engine", type=click.Choice(["reference", "spark"]))
+@settings.option("state", type=click.Choice(["driver", "spark"]))
 @settings.option("spark_master")
 @click.option("--once", is_flag=True,
               help="No Spark: read the whole log, apply it in batches, write, exit.")
@@ -397,7 +398,7 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
         fail_link: tuple[tuple[str, str], ...], at: float, random_failures: str | None,
         tick: float, capture_file: str | None, iface: str | None, events_src: str | None,
         store: str, events_dir: str, checkpoint: str | None, strategy: str, engine: str,
-        spark_master: str, once: bool, follow: bool | None, timeout: float | None,
+        state: str, spark_master: str, once: bool, follow: bool | None, timeout: float | None,
         batch_events: int, max_files_per_trigger: int, trigger: float, max_derivations: int,
         monitor: tuple[str, ...], webhook: str | None, alert_config: str | None,
         link_relation: str, route_relation: str, reach_relation: str, loop_relation: str,
@@ -452,7 +453,7 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
             follow_interface(iface, EventLog(events_dir), stop)
         opts = RunOptions(
             store=store, events_dir=events_dir, checkpoint=checkpoint, strategy=strategy,
-            engine=engine, spark_master=spark_master, once=once,
+            engine=engine, state=state, spark_master=spark_master, once=once,
             follow=bool(follow if follow is not None else iface is not None),
             timeout=timeout, batch_events=batch_events,
             max_files_per_trigger=max_files_per_trigger, trigger=trigger,

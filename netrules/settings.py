@@ -50,6 +50,9 @@ SETTINGS: tuple[Setting, ...] = (
             "auto,bestPath=dred (psn, dred or fbf)."),
     Setting("engine", "reference",
             "Who maintains the views: reference (in-process) or spark (views mirrored in Spark)."),
+    Setting("state", "driver",
+            "Where --engine spark keeps the maintained views: driver (mirrored in Spark, fastest "
+            "while they fit in the driver) or spark (in Spark executors, region by region)."),
     Setting("max_derivations", 20_000,
             "Derivations written per batch at most (the store keeps one support per fact)."),
     Setting("link_relation", "link",

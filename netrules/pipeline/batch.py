@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from netrules import settings
 from netrules.alerts import AlertConfig, AlertRules, view_has_from_store
 from netrules.alerts.rules import Alert
 from netrules.engine.ledger import BaseLedger
@@ -57,12 +58,35 @@ class EngineLike(Protocol):
 EngineFactory = Callable[[Plan], EngineLike]
 
 
-def engine_factory(kind: str, strategy: str, spark_master: str | None = None) -> EngineFactory:
-    """``reference``: the in-process engine; ``spark``: the engine mirroring views in Spark."""
+def engine_factory(kind: str, strategy: str, spark_master: str | None = None, *,
+                   state: str = settings.get("state").default) -> EngineFactory:
+    """``reference``: the in-process engine; ``spark``: the engine mirroring views in Spark
+    (``state`` ``driver``) or keeping them in Spark executors, region by region (``spark``:
+    PSN over regions, so ``strategy`` must be auto or psn)."""
+    from netrules.errors import EngineError
+
+    if state not in ("driver", "spark"):
+        raise EngineError(f"unknown --state {state!r}; use driver or spark")
     if kind == "reference":
+        if state != "driver":
+            raise EngineError(f"--state {state} keeps the views in Spark executors; it needs "
+                              "--engine spark (the reference engine keeps them in process)")
         from netrules.engine.engine import Engine
 
         return lambda plan: Engine(plan, strategy)
+    if kind == "spark" and state == "spark":
+        if strategy not in ("auto", "psn"):
+            raise EngineError(f"--state spark maintains views with PSN over regions; --strategy "
+                              f"{strategy} needs --state driver")
+
+        def resident(plan: Plan) -> EngineLike:
+            from netrules.engine.session import get_spark
+            from netrules.engine.spark.resident import ResidentEngine
+
+            # supports reported per batch: the derivations the store keeps come from them
+            return ResidentEngine(plan, spark=get_spark(spark_master),
+                                  report_supports=True)  # type: ignore[return-value]
+        return resident
     if kind == "spark":
         def make(plan: Plan) -> EngineLike:
             from netrules.engine.session import get_spark
@@ -70,8 +94,6 @@ def engine_factory(kind: str, strategy: str, spark_master: str | None = None) ->
 
             return SparkEngine(plan, strategy, spark=get_spark(spark_master))
         return make
-    from netrules.errors import EngineError
-
     raise EngineError(f"unknown engine {kind!r}; use reference or spark")
 
 

@@ -44,6 +44,7 @@ class RunOptions:
     checkpoint: str | None = _default("checkpoint")
     strategy: str = _default("strategy")
     engine: str = _default("engine")
+    state: str = _default("state")  # --engine spark: views on the driver or in executors
     #: None: the Spark session's own default, which honours ``NETRULES_SPARK_MASTER``.
     spark_master: str | None = None
     once: bool = False
@@ -125,7 +126,8 @@ def run_pipeline(plan: Plan, store: Store, opts: RunOptions, *,
                               pattern_relations=opts.pattern_relations,
                               monitored=opts.monitored, overrides=overrides)
     engine = (clocked_engine(plan, opts) if plan.reactive
-              else engine_factory(opts.engine, opts.strategy, opts.spark_master)(plan))
+              else engine_factory(opts.engine, opts.strategy, opts.spark_master,
+                                  state=opts.state)(plan))
     processor = BatchProcessor(
         plan, engine, store, AlertRules(config), link_relation=opts.link_relation,
         max_derivations=opts.max_derivations, on_batch=on_batch,
@@ -168,6 +170,9 @@ def clocked_engine(plan: Plan, opts: RunOptions) -> ClockedEngine:
     if opts.engine != "reference":
         raise EngineError(f"the program has event rules, which run in process on the "
                           f"reference engine, not on --engine {opts.engine}")
+    if opts.state != "driver":
+        raise EngineError(f"the program has event rules, which run in process: --state "
+                          f"{opts.state} does not apply")
     return ClockedEngine(plan, opts.strategy, link_relation=opts.link_relation,
                          beacon=opts.beacon)
 

@@ -130,5 +130,74 @@ def test_standalone_cluster_matches_local(standalone_cluster, spark, tmp_path: P
     assert len(cluster_views["link"]) == 14
 
 
+RESIDENT_ARGS = ["run", "reachability", "--simulate", "line:5", "--scenario",
+                 str(Path(__file__).parents[2] / "examples" / "line-failure.scenario"),
+                 "--once", "-q"]
+
+
+def _resident_driver(master: str, store: str, events: str, out: str) -> None:
+    """Runs in the subprocess: the pipeline with its views in the cluster's executors."""
+    from pyspark.sql import SparkSession
+
+    from netrules.cli import main
+    from netrules.store import open_store
+
+    t0 = time.perf_counter()
+    main([*RESIDENT_ARGS, "--store", store, "--events-dir", events, "--engine", "spark",
+          "--state", "spark", "--spark-master", master], standalone_mode=False)
+    run_s = time.perf_counter() - t0
+    sc = SparkSession.getActiveSession().sparkContext  # type: ignore[union-attr]
+    with open_store(store, read_only=True) as s:
+        jobs = [b.stats.get("spark_jobs") for b in s.batches(limit=100)]
+    Path(out).write_text(json.dumps({
+        "master": sc.master, "run_s": run_s, "jobs": jobs,
+        "executors": [e.host() for e in sc._jsc.sc().statusTracker().getExecutorInfos()]}))
+
+
+def test_run_state_spark_on_the_cluster_equals_in_process(standalone_cluster,
+                                                          tmp_path: Path) -> None:
+    """``netrules run --engine spark --state spark`` on the cluster, a link failing and
+    recovering: the store's views, its change log and the alerts equal the in-process run's
+    (``--engine reference``), one Spark job per batch."""
+    from click.testing import CliRunner
+
+    from netrules.cli import main
+    from netrules.store import open_store
+    from tests.pipeline.test_resident_run import alerts_of
+
+    out, store = tmp_path / "resident.json", tmp_path / "resident.db"
+    with subprocess.Popen(
+            [sys.executable, __file__, "resident", standalone_cluster.master, str(store),
+             str(tmp_path / "events-resident"), str(out)],
+            env=standalone_cluster.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True) as proc:
+        try:
+            ref = tmp_path / "ref.db"
+            res = CliRunner().invoke(main, [*RESIDENT_ARGS, "--store", str(ref), "--events-dir",
+                                            str(tmp_path / "events-ref"),
+                                            "--engine", "reference"])
+            output, _ = proc.communicate(timeout=DRIVER_TIMEOUT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert res.exit_code == 0, res.output
+    assert proc.returncode == 0, (f"cluster driver failed:\n{output[-3000:]}\n"
+                                  f"{standalone_cluster.log_tail()}")
+    report = json.loads(out.read_text())
+    print("resident run on the cluster:", json.dumps(report))
+    assert report["master"] == standalone_cluster.master
+    assert report["jobs"] == [1, 1, 1], report
+    assert len(report["executors"]) == 1 + 2  # the driver and one executor per worker
+    with open_store(str(ref), read_only=True) as a, open_store(str(store), read_only=True) as b:
+        assert a.snapshot() == b.snapshot()
+        assert [c[:2] + c[3:] for c in a.changes()] == [c[:2] + c[3:] for c in b.changes()]
+    alerts = alerts_of(store)
+    assert alerts == alerts_of(ref)
+    assert {a[2] for a in alerts} == {"cleared"} and len(alerts) == 12  # the line split, healed
+
+
 if __name__ == "__main__":
-    _cluster_driver(*sys.argv[1:5])
+    if sys.argv[1] == "resident":
+        _resident_driver(*sys.argv[2:6])
+    else:
+        _cluster_driver(*sys.argv[1:5])

@@ -99,12 +99,12 @@ def located_stream(draw: st.DrawFn):
     return initial, stamp(batches)
 
 
-def _engine(plan, regions: dict, parts: int, *, rebuild=False, rng=None, k=2):
+def _engine(plan, regions: dict, parts: int, *, rebuild=False, rng=None, k=2, report=False):
     def part_of(rel: str, args: tuple) -> int:
         spec = plan.locspec.get(rel, 0)
         return 0 if spec is None else regions.get(args[spec], hash(repr(args[spec])) % parts)
 
-    prog = Program(plan, part_of, k)
+    prog = Program(plan, part_of, k, report_supports=report)
     return RegionalEngine(plan, LocalRegions(prog, parts, rebuild=rebuild), rng=rng)
 
 
@@ -183,6 +183,35 @@ def test_routing_loops(stream, data, seed) -> None:
     plan = plan_program(programs.load("routing_loop"))
     regions, parts = _regions(data.draw, range(5))
     check(plan, *stream, regions, parts, seed)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["reachability", "best_routes", "path_vector"]), link_stream(),
+       st.data())
+def test_explain_from_reported_supports(name, stream, data) -> None:
+    """What the pipeline writes as derivations: after every batch, the tree ``explain``
+    builds from the supports the rounds reported holds in the views node by node (a derived
+    node by an instance of its rule over its children) and ends at present base facts."""
+    plan = plan_program(programs.load(name))
+    regions, parts = _regions(data.draw, [f"n{i}" for i in range(5)])
+    eng = _engine(plan, regions, parts, report=True)
+    initial, batches = stream
+    for batch in [[("+", f) for f in initial], *batches]:
+        eng.apply(batch)
+        views = {(f.relation, f.args) for fs in eng.views().values() for f in fs}
+        assert set(eng.supports) <= views
+        for rel, args in sorted(views, key=repr):
+            if rel not in plan.derived:
+                continue
+            tree = eng.explain(Fact(rel, args, plan.locspec.get(rel, 0)))
+            assert tree is not None
+            stack = [tree]
+            while stack:
+                d = stack.pop()
+                assert (d.fact.relation, d.fact.args) in views, (rel, args, d.fact)
+                if not d.children:
+                    assert d.fact.relation in plan.base or d.fact.relation in eng.prog.counted
+                stack.extend(d.children)
 
 
 def test_lost_route() -> None:

@@ -26,14 +26,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from netrules.engine.firing import FactKey, changed_bindings, changed_heads, distinct_bindings
+from netrules.engine.firing import (
+    FactKey,
+    body_keys,
+    changed_bindings,
+    changed_heads,
+    distinct_bindings,
+)
+from netrules.engine.joins import rows_for
 from netrules.engine.reference import Database, assemble_row, head_fact
-from netrules.engine.regional.state import RegionState
+from netrules.engine.regional.state import RegionState, Support
 from netrules.engine.regional.steps import Outbox, Program, Stage, lower_changes
 from netrules.engine.views import Minus, Patched, Union
 from netrules.lang import ast
 
-__all__ = ["overdelete", "count"]
+__all__ = ["overdelete", "count", "witness"]
 
 
 def _group_part(prog: Program, rule: ast.Rule, group: tuple) -> int:
@@ -160,6 +167,12 @@ def _move(state: RegionState, prog: Program, rid: int, removed: list, added: lis
     state.new_groups(rid, rule)
     went, came = state.move_groups(rid, removed, added)
     rel = rule.head.relation
+    if prog.report_supports:  # a group's row may keep its value but lose its witness
+        ix = state.aggs[rid]
+        for group in {grp for grp, _v in (*removed, *added)}:
+            row = ix.row(group)
+            if row is not None:
+                state.step_sup.add((rel, row))
     for row in went:
         state.bump((rel, row), -1)
     for row in came:
@@ -200,3 +213,19 @@ def _fire(state: RegionState, prog: Program, stage: Stage, d_in: Database, a_in:
             out.send(dest, ("c", key, n))
     for rid in sorted(local):
         _move(state, prog, rid, *local[rid])
+
+
+def witness(state: RegionState, prog: Program, key: FactKey) -> Support | None:
+    """One rule instance here deriving counted fact ``key`` (its count says one holds, not
+    which): what ``explain`` shows for it. An aggregate row's instance binds the aggregated
+    variable to the result (MIN/MAX); None when the body sits at another node or no single
+    instance attains it (COUNT, SUM)."""
+    standing = Patched(state.db, hide=(state.susp,))
+    for rid, rule in prog.by_head.get(key[0], ()):
+        plain = prog.plain.get(rid, rule)
+        if plain is None:
+            continue
+        rows = rows_for(plain, key[1], standing, standing)
+        if rows:
+            return (rid, body_keys(plain, min(rows)))
+    return None

@@ -37,6 +37,8 @@ class Outcome:
     revived: set[FactKey] = field(default_factory=set)
     suspects: set[FactKey] = field(default_factory=set)
     flips: dict[FactKey, int] = field(default_factory=dict)  # net +1/-1 per fact changed
+    # facts whose supports changed -> first support after the batch (``report_supports``)
+    supports: dict[FactKey, Any] = field(default_factory=dict)
     trace: list[tuple[str, int, int, float]] = field(default_factory=list)  # per round:
     # kind, regions run, messages sent, seconds
 
@@ -45,6 +47,7 @@ class Outcome:
         self.suspects |= other.suspects
         for key, n in other.flips.items():
             self.flips[key] = self.flips.get(key, 0) + n
+        self.supports.update(other.supports)  # each task reports its own regions' facts
         self.trace = self.trace or other.trace  # every task ran the same rounds
 
 
@@ -68,6 +71,7 @@ def run_rounds(exchange: Exchange, regions: int, stages: list[Stage], gone: list
         for o in outs.values():  # a place's own outboxes are whole, others' shared only
             for key, n in o.flips.items():
                 result.flips[key] = result.flips.get(key, 0) + n
+            result.supports.update(o.supports)  # a later round's word is the last
         return outs
 
     def route(outs: dict[int, Outbox]) -> dict[int, list[Message]]:

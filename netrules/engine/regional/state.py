@@ -42,6 +42,9 @@ class RegionState:
         self.over: set[FactKey] = set()  # counted facts overdeleted in the batch in flight
         self.flips: dict[FactKey, int] = {}  # net +1/-1 per fact shown or hidden this batch
         self.step_flips: dict[FactKey, int] = {}  # the same for the step in flight (unlogged)
+        # facts whose kept supports the step in flight changed (unlogged): what a driver that
+        # mirrors one support per fact for ``explain`` is sent (``Program.report_supports``)
+        self.step_sup: set[FactKey] = set()
         self.batch = 0
         self.log: list[tuple] | None = None
 
@@ -61,6 +64,7 @@ class RegionState:
     def add(self, key: FactKey, rank: int | None = None) -> None:
         if self.db.add(*key):
             self._flip(key, 1)
+            self.step_sup.add(key)
         if rank is not None:
             self.rank[key] = rank
         if self.log is not None:
@@ -75,6 +79,7 @@ class RegionState:
         self.susp.discard(*key)
         self.rank.pop(key, None)
         reindex(self.used_by, key, self.sup.pop(key, []), [])
+        self.step_sup.add(key)
         if self.log is not None:
             self.log.append(("r", key))
 
@@ -89,6 +94,7 @@ class RegionState:
             self.sup[key] = supports
         else:
             self.sup.pop(key, None)
+        self.step_sup.add(key)
         if self.log is not None:
             self.log.append(("s", key, tuple(supports)))
 
@@ -111,6 +117,7 @@ class RegionState:
         """Move the derivation count of a counted fact located here (by 0: only look at
         it again next round)."""
         c = self.cnt.get(key, 0) + n
+        self.step_sup.add(key)
         if c:
             self.cnt[key] = c
         else:
@@ -173,6 +180,16 @@ class RegionState:
         """Facts held, suspects left over from the last batch not counted."""
         return sum(len(rows) for rows in self.db.rel.values()) - \
             sum(len(rows) for rows in self.susp.rel.values())
+
+    def first_supports(self, keys: set[FactKey]) -> dict[FactKey, Support | None]:
+        """Each key's first kept support (None: gone, suspect or counted). The first is a
+        lowest-ranked one and every kept support's body ranks below its head, so following
+        first supports always ends at base facts."""
+        out: dict[FactKey, Support | None] = {}
+        for key in keys:
+            sups = self.sup.get(key)
+            out[key] = sups[0] if sups and key not in self.susp else None
+        return out
 
     def visible(self) -> list[FactKey]:
         return [(rel, row) for rel, rows in self.db.rel.items() for row in rows

@@ -20,7 +20,7 @@ hidden from every body it could join (it lives in the region the body is matched
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from netrules.engine.aggregates import AggIndex
 from netrules.engine.firing import FactKey, body_keys
@@ -48,6 +48,8 @@ class Outbox:
     busy: bool = False  # counts moved here that the next round must look at
     revived: list[FactKey] = field(default_factory=list)  # suspects that kept their place
     flips: dict[FactKey, int] = field(default_factory=dict)  # shown +1 / hidden -1, net
+    # with ``Program.report_supports``: each fact whose supports changed -> its first one
+    supports: dict[FactKey, Support | None] = field(default_factory=dict)
 
     def shared(self) -> Outbox:
         """What other places need to steer the rounds: messages, suspects, dead, busy."""
@@ -111,10 +113,25 @@ def lower_changes(state: RegionState, stage: Stage) -> tuple[Database, Database]
 class Program:
     """A plan as a region runs it: rules, stages, the locator, K."""
 
-    def __init__(self, plan: Plan, part_of: Callable[[str, tuple], int], k: int) -> None:
+    def __init__(self, plan: Plan, part_of: Callable[[str, tuple], int], k: int, *,
+                 report_supports: bool = False) -> None:
+        """``report_supports``: every round reports the first support of each fact whose
+        supports it changed (``Outbox.supports``), for a driver that explains facts (the
+        pipeline writes derivations); off, rounds send nothing more than they need."""
         check_resident_plan(plan)
         self.plan, self.part_of, self.k = plan, part_of, k
+        self.report_supports = report_supports
         self.rules = list(plan.rules)
+        # per aggregate rule, the rule with its aggregated variable in the head (None for
+        # COUNT/SUM): its instances for a group's row are the row's witnesses
+        self.plain: dict[int, ast.Rule | None] = {}
+        for i, r in enumerate(self.rules):
+            found = r.head.aggregate()
+            if found is not None:
+                pos, agg = found
+                ok = agg.func in ("MIN", "MAX") and agg.var is not None
+                args = tuple(agg.var if j == pos else t for j, t in enumerate(r.head.args))
+                self.plain[i] = replace(r, head=replace(r.head, args=args)) if ok else None
         self.by_head: dict[str, list[tuple[int, ast.Rule]]] = {}
         for i, r in enumerate(self.rules):
             self.by_head.setdefault(r.head.relation, []).append((i, r))
@@ -140,6 +157,8 @@ class Program:
             self.stages.append(Stage(kind, rules, rels, reads))
         if not self.stages:  # facts only: a stage with no rules still applies them
             self.stages.append(Stage("psn", (), frozenset(), frozenset()))
+        self.counted = frozenset(x for st in self.stages if st.kind == "count"
+                                 for x in st.relations)
 
 def _rank_of(state: RegionState, body: tuple[FactKey, ...]) -> int:
     rank = state.rank

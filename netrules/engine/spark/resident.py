@@ -59,7 +59,7 @@ from pyspark.sql import SparkSession
 
 from netrules import errors
 from netrules.engine.firing import FactKey
-from netrules.engine.regional.driver import RegionalEngine, run_step, shuffler
+from netrules.engine.regional.driver import RegionalEngine, query_rows, run_step, shuffler
 from netrules.engine.regional.rounds import Outcome, run_rounds
 from netrules.engine.regional.state import RegionState
 from netrules.engine.regional.steps import Outbox, Program, check_resident_plan
@@ -130,8 +130,8 @@ def _relay(sc: Any) -> Relay:
 def _program(eid: str, shipped: Any) -> Program:
     prog = _PROGRAMS.get(eid)
     if prog is None:
-        plan, pmap, k = shipped.value
-        prog = _PROGRAMS[eid] = Program(plan, locator(plan, pmap), k)
+        plan, pmap, k, report = shipped.value
+        prog = _PROGRAMS[eid] = Program(plan, locator(plan, pmap), k, report_supports=report)
     return prog
 
 
@@ -355,6 +355,24 @@ def _visible(records: Iterator[Record]) -> Iterator[FactKey]:
         yield from _rebuild(snaps[-1], snap_at, chunks).visible()
 
 
+def _query_fn(eid: str, atom: Any, region: int | None):
+    """The task of a query: matching rows of the regions asked, read from this worker's
+    copy when it is current (no decode), else from snapshot + log; the copy is left as is."""
+
+    def run(records: Iterator[Record]) -> Iterator[tuple]:
+        for rec in records:
+            g, snaps, snap_at, chunks, _n = rec
+            if region is not None and g != region:
+                continue
+            held = _HELD.get((eid, g))
+            latest = chunks[-1][0] if chunks else snap_at
+            state = held[1] if held is not None and held[0] == latest else \
+                _rebuild(snaps[-1], snap_at, chunks)
+            yield from query_rows(state, atom)
+
+    return run
+
+
 def _counts(records: Iterator[Record]) -> Iterator[tuple[int, int]]:
     for _g, snaps, snap_at, chunks, _n in records:
         state = _rebuild(snaps[-1], snap_at, chunks)
@@ -367,14 +385,14 @@ class SparkRegions:
 
     def __init__(self, spark: SparkSession, plan: Plan, pmap: PartitionMap, k: int = 2, *,
                  min_log: int = MIN_LOG, reuse: bool = True, snapshot_dir: str | None = None,
-                 gang: bool = True) -> None:
+                 gang: bool = True, report_supports: bool = False) -> None:
         check_resident_plan(plan)
         self.min_log, self.reuse, self.gang = min_log, reuse, gang
         self.spark, self.sc = spark, spark.sparkContext
         self.parts = pmap.parts
-        self.prog = Program(plan, locator(plan, pmap), k)
+        self.prog = Program(plan, locator(plan, pmap), k, report_supports=report_supports)
         self.eid = uuid.uuid4().hex
-        self._shipped = self.sc.broadcast((plan, pmap, k))
+        self._shipped = self.sc.broadcast((plan, pmap, k, report_supports))
         self.dir = snapshot_dir or tempfile.mkdtemp(prefix="netrules-regions-")
         if snapshot_dir is None:
             atexit.register(shutil.rmtree, self.dir, True)
@@ -457,6 +475,13 @@ class SparkRegions:
         # a barrier stage runs all its partitions in one job: no streaming one by one
         return rdd.collect() if self.gang else rdd.toLocalIterator()
 
+    def query(self, atom: Any, region: int | None) -> list[tuple]:
+        """Rows matching ``atom`` in ``region`` (None: all), one job."""
+        with count_jobs(self.spark) as jobs:
+            rows = self.rdd.mapPartitions(_query_fn(self.eid, atom, region)).collect()
+        self._jobs += jobs.jobs
+        return sorted(set(rows), key=repr)
+
     def counts(self) -> tuple[int, int]:
         pairs = self.rdd.mapPartitions(_counts).collect()
         return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
@@ -468,17 +493,24 @@ class SparkRegions:
 class ResidentEngine(RegionalEngine):
     """A program's views kept in Spark, region by region (``--state spark``)."""
 
-    def __init__(self, plan: Plan, facts: Iterable[Fact] = (), *,
+    def __init__(self, plan: Plan, facts: Iterable[Fact] | None = None, *,
                  spark: SparkSession | None = None, parts: int = 4, k: int = 2,
                  rng: random.Random | None = None, **regions: Any) -> None:
-        """Regions are cut from the topology ``facts`` draw (so load them here, not later);
-        ``loaded`` is the load's delta. ``regions``: SparkRegions' ``min_log``, ``reuse`` and
-        ``snapshot_dir``."""
-        facts = list(facts)
-        pmap = PartitionMap.from_facts([*plan.program.facts, *facts], parts)
-        super().__init__(plan, SparkRegions(spark or get_spark(), plan, pmap, k, **regions),
-                         rng=rng)
-        self.loaded = self.load(facts)
+        """Regions are cut from the topology ``facts`` draw, loaded here (``loaded`` is the
+        load's delta); with ``facts`` None, from the topology the first batch draws (the
+        pipeline makes its engine before the first batch, which is the topology load).
+        ``regions``: SparkRegions' ``min_log``, ``reuse``, ``snapshot_dir``, ``gang`` and
+        ``report_supports`` (on: ``explain`` works, for the pipeline's derivations)."""
+        check_resident_plan(plan)
+        self.spark, self.parts, self.k, self._options = spark, parts, k, regions
+        super().__init__(plan, None, rng=rng)
+        self.loaded = None if facts is None else self.load(facts)
+
+    def _place(self, batch: list[tuple]) -> SparkRegions:
+        facts = [*self.plan.program.facts, *(u[1] for u in batch if u[0] == "+")]
+        pmap = PartitionMap.from_facts(facts, self.parts)
+        return SparkRegions(self.spark or get_spark(), self.plan, pmap, self.k,
+                            **self._options)
 
 
 def run_resident_batches(plan: Plan, facts: list[Fact], batches: list[list[tuple[str, Fact]]],
