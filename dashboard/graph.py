@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
+from pathlib import Path
 
 import networkx as nx
 import streamlit as st
@@ -266,6 +267,16 @@ def svg(
 # lives as long as the page, as plotly's ``uirevision`` kept it.
 _JS = """
 const zooms = new Map();
+let preloading = false;
+function preload(urls) {
+  if (preloading || !urls.length) return;
+  preloading = true;
+  const load = () => urls.forEach((url) => {
+    import(new URL(url, document.baseURI).href).catch(() => {});
+  });
+  const idle = window.requestIdleCallback || ((f) => setTimeout(f, 200));
+  setTimeout(() => idle(load, { timeout: 3000 }), 500);
+}
 export default function (component) {
   const { parentElement, data, setTriggerValue } = component;
   let host = parentElement.querySelector(".netmap-host");
@@ -287,6 +298,7 @@ export default function (component) {
   host._view = data.view;
   svg.setAttribute("viewBox", zooms.get(data.view) || host._home);
   host._pick = (name) => setTriggerValue("node", name);
+  preload(data.preload || []);
   if (host._wired) return;
   host._wired = true;
   const box = () => host._svg.viewBox.baseVal;
@@ -330,6 +342,16 @@ export default function (component) {
   });
 }
 """
+def _chart_chunks() -> list[str]:
+    """Streamlit's script chunk for plotly charts, as a page-relative URL (none if this
+    Streamlit names it otherwise). The map imports it once the page is idle after the map is
+    drawn: the first paint no longer waits for its 4.7 MB, and neither does the first section
+    with a plotly chart nor the click after it (evaluating it is a 0.7 s long task)."""
+    js = Path(st.__file__).resolve().parent / "static" / "static" / "js"
+    return [f"static/js/{p.name}" for p in sorted(js.glob("PlotlyChart.*.js"))]
+
+
+_CHART_CHUNKS = _chart_chunks()
 _map = st.components.v2.component("netrules_map", js=_JS, isolate_styles=False)
 
 
@@ -340,5 +362,5 @@ def show(markup: str, *, key: str, view: str = "",
     ``view`` names the current filter: zoom and pan survive refreshes until it changes. A click
     on a node reruns with the node's name in ``st.session_state[key]["node"]`` and calls
     ``on_click`` first (the moment a callback may still set a widget's value)."""
-    _map(key=key, data={"markup": markup, "view": view or "all"},
+    _map(key=key, data={"markup": markup, "view": view or "all", "preload": _CHART_CHUNKS},
          on_node_change=on_click or (lambda: None))
