@@ -2,11 +2,12 @@
 
 Streamlit runs the app script only when a browser connects, so the first visitor would wait for
 everything a process does once: importing pandas, plotly, networkx and the app's own modules,
-plotly loading a validator module per attribute on its first figure, Streamlit compiling its
-emoji table for the page icon and resolving every loaded module's file once (``inspect.stack``)
-before its first element, and lark building the NDlog parser for the first query. Doing it
-here, before the server listens, takes that out of the first paint and the first switch to a
-section (0.3 s of the first paint and 0.4 s of the first Reachability on the demo store).
+plotly loading a validator module per attribute on its first figure (the timeline's),
+Streamlit compiling its emoji table for the page icon and resolving every loaded module's file
+once (``inspect.stack``) before its first element, and lark building the NDlog parser for the
+first query. Doing it here, before the server listens, takes that out of the first paint and
+the first switch to a section (0.3 s of the first paint and 0.4 s of the first Reachability on
+the demo store).
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ def warm() -> None:
     from dashboard.sections import timeline
     from netrules.lang import parse_atom
 
-    graph.figure(("a", "b"), graph.merge_links([]), {"a": (0.0, 0.0), "b": (1.0, 1.0)},
-                 status={"a": "up"})
+    graph.svg(("a", "b"), graph.merge_links([]), {"a": (0.0, 0.0), "b": (1.0, 1.0)},
+              status={"a": "up"})
     timeline.chart(pd.DataFrame(columns=["batch", "time", "links down", "active incidents",
                                          "changed facts"]))
     parse_atom("bestPath(@a, b)")

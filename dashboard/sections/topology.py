@@ -8,7 +8,7 @@ show only the failed links and their surroundings. The layout is computed once p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -23,7 +23,8 @@ _TABLE_ROWS = 30
 
 
 def draw(url: str, *, key: str, visible: set[str] | None = None, route: Sequence[str] = (),
-         focus: Iterable[str] = (), broken: bool = True, view: str = "") -> int:
+         focus: Iterable[str] = (), broken: bool = True, view: str = "",
+         on_click: Callable[[], None] | None = None) -> int:
     """Draw the stored topology (optionally a subset, a highlighted route and the routes that
     failed links cut off) and return the number of nodes drawn."""
     nodes, links = data.topology(url)
@@ -34,25 +35,20 @@ def draw(url: str, *, key: str, visible: set[str] | None = None, route: Sequence
     # one of them would paint the whole neighbourhood orange. The table below lists both.
     broken_paths = [r["path"] for r in data.broken_routes(url)
                     if r["status"] == "lost"][:200] if broken else []
-    fig = graph.figure(sig[0], edges, pos, visible=visible, route=route, broken=broken_paths,
-                       focus=focus, status=data.node_status(url), view=view)
-    st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points",
-                    config={"scrollZoom": True, "displaylogo": False})
+    markup = graph.svg(sig[0], edges, pos, visible=visible, route=route, broken=broken_paths,
+                       focus=focus, status=data.node_status(url))
+    graph.show(markup, key=key, view=view, on_click=on_click)
     return len(sig[0]) if visible is None else len(visible)
 
 
 def _take_click() -> None:
-    """A node clicked on the map becomes the searched node (before the search box is drawn,
-    which is the only moment Streamlit lets the app set a widget's value)."""
-    state = st.session_state.get("topo_chart")
+    """A node clicked on the map becomes the searched node (in the click's callback, before
+    the search box is drawn: the only moment Streamlit lets the app set a widget's value)."""
     try:
-        points = state["selection"]["points"]
+        clicked = st.session_state["topo_chart"]["node"]
     except (KeyError, TypeError):
         return
-    clicked = next((p.get("customdata") for p in points
-                    if isinstance(p.get("customdata"), str)), None)
-    if clicked and clicked != st.session_state.get("_topo_clicked"):
-        st.session_state["_topo_clicked"] = clicked
+    if isinstance(clicked, str) and clicked:
         st.session_state["topo_focus"] = clicked
 
 
@@ -65,7 +61,6 @@ def render(url: str) -> None:
     names = list(graph.signature(nodes, links)[0])
     down_links = [ln for ln in links if ln.state == "down"]
 
-    _take_click()
     if st.session_state.get("topo_focus") not in (None, _WHOLE, *names):
         st.session_state["topo_focus"] = _WHOLE  # the node left the topology
     c1, c2, c3 = st.columns([2, 1, 2])
@@ -91,7 +86,7 @@ def render(url: str) -> None:
 
     view = f"{focus}|{hops}|{name_filter}|{only_down}"
     shown = draw(url, key="topo_chart", visible=visible,
-                 focus=[] if focus == _WHOLE else [focus], view=view)
+                 focus=[] if focus == _WHOLE else [focus], view=view, on_click=_take_click)
     if visible is not None:
         st.caption(f"Showing {shown} of {len(names)} nodes.")
 

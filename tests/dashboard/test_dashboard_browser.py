@@ -139,14 +139,17 @@ def browser(tmp_path: Path) -> Iterator[object]:
         driver.quit()
 
 
+#: The topology map's link segments (the legend's sample lines sit outside the map).
+MAP_LINES = "svg.netmap line"
+
+
 def red_links(driver) -> int:
-    """How many link segments the page draws in the 'link down' red: a trace draws all its
-    segments as one path, one move-to ``M`` each; the legend's sample lines are not links."""
-    paths = driver.execute_script(
-        "return Array.from(document.querySelectorAll("
-        "'.js-plotly-plot .scatterlayer path.js-line'))"
-        ".map(p => [p.style.stroke, p.getAttribute('d') || ''])")
-    return sum(d.count("M") for stroke, d in paths if stroke == DOWN_RGB)
+    """How many link segments the map draws in the 'link down' red, as the browser paints
+    them (computed stroke)."""
+    strokes = driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]))"
+        ".map(l => getComputedStyle(l).stroke)", MAP_LINES)
+    return sum(s == DOWN_RGB for s in strokes)
 
 
 def body_text(driver) -> str:
@@ -166,7 +169,7 @@ def shoot(driver, tmp_path: Path, name: str) -> Path:
 
 def legend(driver) -> list[str]:
     return driver.execute_script(
-        "return Array.from(document.querySelectorAll('.js-plotly-plot .legendtext'))"
+        "return Array.from(document.querySelectorAll('.netmap-legend .legendtext'))"
         ".map(t => t.textContent)")
 
 
@@ -176,6 +179,21 @@ def trace_y(driver, name: str) -> list[float]:
         "return Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(g => "
         "(g.data || []).filter(t => t.name === arguments[0]).map(t => Array.from(t.y)))"
         ".flat()", name)
+
+
+def paint_breakdown(driver) -> dict[str, float]:
+    """Where the first paint went, by the browser's own clock (from navigation start, so
+    without WebDriver's overhead): the HTML and main bundle parsed, the page loaded, the map
+    drawn (now), and how much script the page had fetched by then."""
+    return driver.execute_script("""
+        const nav = performance.getEntriesByType('navigation')[0];
+        const js = performance.getEntriesByType('resource').filter(r => /[.]js$/.test(r.name));
+        const s = ms => Math.round(ms) / 1000;
+        return {dom_content_loaded_s: s(nav.domContentLoadedEventEnd),
+                load_event_s: s(nav.loadEventEnd), map_drawn_s: s(performance.now()),
+                script_files: js.length,
+                script_mb: Math.round(js.reduce((n, r) => n + r.decodedBodySize, 0) / 1e4) / 100};
+    """)
 
 
 def switch(driver, section: str, ready: str) -> float:
@@ -205,9 +223,9 @@ def test_operator_watches_seattle_cut_off_and_come_back(served, browser, tmp_pat
     timings["first_script_output_s"] = round(time.perf_counter() - t0, 2)
     wait_for("the topology map", lambda: "Routes they broke" in body_text(browser)
              and browser.execute_script(
-                 "return document.querySelectorAll('.js-plotly-plot path.js-line').length") > 0,
-             60)
+                 "return document.querySelectorAll(arguments[0]).length", MAP_LINES) > 0, 60)
     timings["first_paint_s"] = round(time.perf_counter() - t0, 2)
+    timings["first_paint_breakdown"] = paint_breakdown(browser)
     wait_for("the all-up state", lambda: "All links are up." in body_text(browser), 15)
     assert "Incident ·" not in body_text(browser) and red_links(browser) == 0
     shoot(browser, tmp_path, "dashboard_before.png")

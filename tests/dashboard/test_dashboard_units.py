@@ -66,7 +66,28 @@ def test_layout_uses_stored_coordinates_when_every_node_has_them() -> None:
     assert graph.compute_layout(sig) == {"a": (1.0, 2.0), "b": (3.0, 4.0)}
 
 
-def test_thousand_nodes_layout_once_then_cheap_neighbourhood_figures() -> None:
+def _drawn(markup: str) -> dict[str, object]:
+    """What an SVG map draws, read back with the standard library's XML parser: segments per
+    trace, node names, node labels, hover titles and legend entries."""
+    import xml.etree.ElementTree as ET
+
+    legend, _, map_svg = markup.partition("</div>")
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.fromstring(map_svg)
+    traces = {g.get("data-name"): g for g in root.iter(f"{ns}g") if g.get("class") == "trace"}
+    nodes = [g for g in root.iter(f"{ns}g") if g.get("class") == "node"]
+    return {
+        "segments": {n: len(g.findall(f"{ns}line")) for n, g in traces.items()},
+        "traces": traces,
+        "nodes": [g.get("data-node") for g in nodes],
+        "labels": [t.text for g in nodes for t in g.findall(f"{ns}text")],
+        "link_titles": sum(len(g.findall(f"{ns}line/{ns}title")) for g in traces.values()),
+        "legend": ET.fromstring(legend + "</div>").itertext(),
+        "height": float(root.get("viewBox").split()[3]),
+    }
+
+
+def test_thousand_nodes_layout_once_then_cheap_neighbourhood_maps() -> None:
     g = nx.random_regular_graph(3, 1000, seed=1)
     nodes = [TopoNode(f"n{i}", {}) for i in g]
     links = [TopoLink(f"n{u}", f"n{v}", 1, "down" if i == 0 else "up", {})
@@ -75,33 +96,39 @@ def test_thousand_nodes_layout_once_then_cheap_neighbourhood_figures() -> None:
     pos = graph.compute_layout(sig)
     assert len(pos) == 1000
     edges = graph.merge_links(links)
-    full = graph.figure(sig[0], edges, pos)
+    full = _drawn(graph.svg(sig[0], edges, pos))
     near = graph.neighbourhood(edges, ["n0"], 2)
-    part = graph.figure(sig[0], edges, pos, visible=near, focus=["n0"], view="n0")
-    # the work a figure does, counted instead of timed (timings belong in bench/): all 1,499
-    # up links in one trace of segments, one hover target (the down link, not 1,500), one node
-    # trace of 1,000 points without text
-    traces = {tr.name: tr for tr in full.data}
-    assert len(traces["link up (1499)"].x) == 3 * 1499
-    assert len(traces["links"].hovertext) == 1
-    assert len(traces["node"].customdata) == 1000 and traces["node"].text is None
-    node_trace = {tr.name: tr for tr in part.data}["node"]
-    assert set(node_trace.customdata) == near and 4 <= len(near) <= 10
-    assert node_trace.text is not None  # few nodes: names are drawn
-    assert {tr.name: tr for tr in full.data}["node"].text is None  # 1,000: hover only
-    names = [tr.name for tr in full.data]
-    assert "link down (1)" in names and any(n.startswith("link up") for n in names)
+    part = _drawn(graph.svg(sig[0], edges, pos, visible=near, focus=["n0"]))
+    # the work a map does, counted instead of timed (timings belong in bench/): all 1,499 up
+    # links drawn, one hover title (the down link, not 1,500), 1,000 nodes without labels
+    assert full["segments"] == {"link up (1499)": 1499, "link down (1)": 1}
+    assert full["link_titles"] == 1
+    assert len(full["nodes"]) == 1000 and full["labels"] == []
+    assert set(part["nodes"]) == near and 4 <= len(near) <= 10
+    assert sorted(part["labels"]) == sorted(near)  # few nodes: names are drawn
 
 
-def test_figure_colours_down_links_red_and_draws_the_route() -> None:
-    edges = [graph.Edge("a", "b", "up", ""), graph.Edge("b", "c", "down", "")]
+def test_map_colours_down_links_red_and_draws_the_route() -> None:
+    edges = [graph.Edge("a", "b", "up", "a→b: up"), graph.Edge("b", "c", "down", "b→c: down")]
     pos = {"a": (0.0, 0.0), "b": (1.0, 0.0), "c": (2.0, 0.0)}
-    fig = graph.figure(["a", "b", "c"], edges, pos, route=["a", "b"], broken=[["a", "b", "c"]])
-    by_name = {tr.name: tr for tr in fig.data}
-    assert by_name["link down (1)"].line.color == graph.DOWN
-    assert by_name["link up (1)"].line.color == graph.UP
-    assert by_name["best path"].line.color == graph.ROUTE
-    assert by_name["route lost (1)"].line.dash == "dash"
+    drawn = _drawn(graph.svg(["a", "b", "c"], edges, pos, route=["a", "b"],
+                             broken=[["a", "b", "c"]], status={"c": "isolated"}))
+    traces = drawn["traces"]
+    assert traces["link down (1)"].get("stroke") == graph.DOWN
+    assert traces["link up (1)"].get("stroke") == graph.UP
+    assert traces["best path"].get("stroke") == graph.ROUTE
+    assert traces["route lost (1)"].get("stroke-dasharray")  # dashed
+    assert drawn["segments"]["route lost (1)"] == 2
+    assert drawn["link_titles"] == 2  # hovering a link names it and both directions' states
+    assert "".join(drawn["legend"]).split() == [
+        "link", "up", "(1)", "route", "lost", "(1)", "link", "down", "(1)", "best", "path"]
+    assert drawn["height"] < 620  # a flat map gets no blank band above and below
+
+
+def test_map_escapes_names() -> None:
+    markup = graph.svg(["a<b", "c&d"], [graph.Edge("a<b", "c&d", "up", "")],
+                       {"a<b": (0.0, 0.0), "c&d": (1.0, 1.0)})
+    assert set(_drawn(markup)["nodes"]) == {"a<b", "c&d"}
 
 
 # -- the launcher --------------------------------------------------------------------------------
