@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netrules import programs
+from netrules.engine.columnar import kernels
 from netrules.engine.columnar.hashmap import Int64Map
 from netrules.engine.columnar.relation import Buckets
 from netrules.engine.columnar.values import Values
@@ -176,3 +177,24 @@ def test_rowset_is_a_set(n: int, members: list[int], probes: list[int]) -> None:
     rs = RowSet(n, np.array(members, dtype=np.int64))
     got = rs.has(np.array(probes, dtype=np.int64)).tolist()
     assert got == [p in set(members) for p in probes]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 12), st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)),
+                                    max_size=40),
+       st.lists(st.integers(0, 11), max_size=3), st.lists(st.integers(0, 11), max_size=3))
+def test_reach_is_a_search_that_stops_at_blocked_nodes(n: int, edges: list, roots: list,
+                                                       stop: list) -> None:
+    edges = [(a % n, b % n) for a, b in edges]
+    roots, stop = [r % n for r in roots], {s % n for s in stop}
+    src = np.array([a for a, _ in edges], dtype=np.int64)
+    dst = np.array([b for _, b in edges], dtype=np.int64)
+    got = kernels.reach(n, src, dst, np.array(roots, np.int64), np.array(sorted(stop), np.int64))
+    want, todo = set(), [r for r in roots if r not in stop]
+    while todo:
+        v = todo.pop()
+        if v in want:
+            continue
+        want.add(v)
+        todo += [b for a, b in edges if a == v and b not in stop]
+    assert sorted(got.tolist()) == sorted(want)

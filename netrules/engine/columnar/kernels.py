@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["expand", "find_slots", "list_elements", "member", "place"]
+__all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -138,3 +138,44 @@ def list_elements(head: np.ndarray, tail: np.ndarray, nil: np.int64, cells: np.i
             cur = tail[cur - cells]
             j += 1
     return out
+
+
+@njit(cache=True, nogil=True)
+def reach(n: int, src: np.ndarray, dst: np.ndarray, roots: np.ndarray,
+          stop: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Nodes (of ``0..n-1``) reached from ``roots`` along edges ``src -> dst`` without
+    entering a ``stop`` node, roots included: a depth-first search over a CSR built here."""
+    deg = np.zeros(n + 1, dtype=np.int64)
+    for e in range(len(src)):
+        deg[src[e] + 1] += 1
+    for v in range(n):
+        deg[v + 1] += deg[v]
+    fill = deg[:-1].copy()
+    adj = np.empty(len(src), dtype=np.int64)
+    for e in range(len(src)):
+        adj[fill[src[e]]] = dst[e]
+        fill[src[e]] += 1
+    seen = np.zeros(n, dtype=np.bool_)
+    for v in stop:
+        seen[v] = True
+    stack = np.empty(n + len(roots), dtype=np.int64)
+    top = 0
+    out = np.empty(n, dtype=np.int64)
+    k = 0
+    for r in roots:
+        if not seen[r]:
+            seen[r] = True
+            stack[top] = r
+            top += 1
+    while top:
+        top -= 1
+        v = stack[top]
+        out[k] = v
+        k += 1
+        for e in range(deg[v], deg[v + 1]):
+            w = adj[e]
+            if not seen[w]:
+                seen[w] = True
+                stack[top] = w
+                top += 1
+    return out[:k]
