@@ -83,35 +83,44 @@ def _cluster_driver(master: str, store: str, events: str, out: str) -> None:
     spark.stop()
 
 
-def test_standalone_cluster_matches_local(standalone_cluster, spark, tmp_path: Path) -> None:
-    """Same CLI run on 2 workers and in local mode: identical store views; spark_evaluate on
-    the cluster equals the reference evaluator."""
+
+def _beside_the_cluster(cluster, driver_argv: list[str], cli_args: list[str],
+                        out: Path) -> dict:
+    """Run this file as the cluster's driver (``driver_argv``) while the CLI runs
+    ``cli_args`` in process (the two overlap: each mostly waits on its own JVM); both must
+    succeed. Returns the driver's JSON report."""
     from click.testing import CliRunner
 
     from netrules.cli import main
-    from netrules.store import open_store
 
-    out = tmp_path / "driver.json"
-    cluster_store = tmp_path / "cluster.db"
-    # the cluster driver and the local run overlap: each mostly waits on its own JVM
-    with subprocess.Popen(
-            [sys.executable, __file__, standalone_cluster.master, str(cluster_store),
-             str(tmp_path / "events-cluster"), str(out)],
-            env=standalone_cluster.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True) as proc:
+    with subprocess.Popen([sys.executable, __file__, *driver_argv], env=cluster.env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
         try:
-            local_store = tmp_path / "local.db"
-            res = CliRunner().invoke(main, [*RUN_ARGS, "--store", str(local_store),
-                                            "--events-dir", str(tmp_path / "events-local"),
-                                            "--spark-master", "local[2]"])
+            res = CliRunner().invoke(main, cli_args)
             output, _ = proc.communicate(timeout=DRIVER_TIMEOUT_S)
         finally:
             if proc.poll() is None:
                 proc.kill()
     assert res.exit_code == 0, res.output
     assert proc.returncode == 0, (f"cluster driver failed:\n{output[-3000:]}\n"
-                                  f"{standalone_cluster.log_tail()}")
-    report = json.loads(out.read_text())
+                                  f"{cluster.log_tail()}")
+    return json.loads(out.read_text())
+
+def test_standalone_cluster_matches_local(standalone_cluster, spark, tmp_path: Path) -> None:
+    """Same CLI run on 2 workers and in local mode: identical store views; spark_evaluate on
+    the cluster equals the reference evaluator."""
+
+    from netrules.store import open_store
+
+    out = tmp_path / "driver.json"
+    cluster_store = tmp_path / "cluster.db"
+    # the cluster driver and the local run overlap: each mostly waits on its own JVM
+    local_store = tmp_path / "local.db"
+    report = _beside_the_cluster(
+        standalone_cluster, [standalone_cluster.master, str(cluster_store),
+                             str(tmp_path / "events-cluster"), str(out)],
+        [*RUN_ARGS, "--store", str(local_store), "--events-dir", str(tmp_path / "events-local"),
+         "--spark-master", "local[2]"], out)
     print("cluster driver:", json.dumps(report))
     assert report["master"] == standalone_cluster.master
     assert len(report["executors"]) == 1 + 2  # the driver and one executor per worker
@@ -159,31 +168,17 @@ def test_run_state_spark_on_the_cluster_equals_in_process(standalone_cluster,
     """``netrules run --engine spark --state spark`` on the cluster, a link failing and
     recovering: the store's views, its change log and the alerts equal the in-process run's
     (``--engine reference``), one Spark job per batch."""
-    from click.testing import CliRunner
 
-    from netrules.cli import main
     from netrules.store import open_store
     from tests.pipeline.test_resident_run import alerts_of
 
     out, store = tmp_path / "resident.json", tmp_path / "resident.db"
-    with subprocess.Popen(
-            [sys.executable, __file__, "resident", standalone_cluster.master, str(store),
-             str(tmp_path / "events-resident"), str(out)],
-            env=standalone_cluster.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True) as proc:
-        try:
-            ref = tmp_path / "ref.db"
-            res = CliRunner().invoke(main, [*RESIDENT_ARGS, "--store", str(ref), "--events-dir",
-                                            str(tmp_path / "events-ref"),
-                                            "--engine", "reference"])
-            output, _ = proc.communicate(timeout=DRIVER_TIMEOUT_S)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    assert res.exit_code == 0, res.output
-    assert proc.returncode == 0, (f"cluster driver failed:\n{output[-3000:]}\n"
-                                  f"{standalone_cluster.log_tail()}")
-    report = json.loads(out.read_text())
+    ref = tmp_path / "ref.db"
+    report = _beside_the_cluster(
+        standalone_cluster, ["resident", standalone_cluster.master, str(store),
+                             str(tmp_path / "events-resident"), str(out)],
+        [*RESIDENT_ARGS, "--store", str(ref), "--events-dir", str(tmp_path / "events-ref"),
+         "--engine", "reference"], out)
     print("resident run on the cluster:", json.dumps(report))
     assert report["master"] == standalone_cluster.master
     assert report["jobs"] == [1, 1, 1], report

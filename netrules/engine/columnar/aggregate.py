@@ -84,18 +84,26 @@ def tables_from(ar: AggRule, prog: ColumnarProgram, pos: Rows, neg: Rows, read: 
                 ) -> list[Table]:
     """Body bindings over ``read`` that use a row of ``pos`` (at a positive atom) or meet a
     row of ``neg`` (at a negated atom)."""
+    return [t for _, t in started_tables(ar, prog, pos, neg, read)]
+
+
+def started_tables(ar: AggRule, prog: ColumnarProgram, pos: Rows, neg: Rows, read: Reader
+                   ) -> list[tuple[int, Table]]:
+    """``tables_from`` with the body atom each table started from (-1: a negated atom),
+    whose rows are ``tab.atoms[i]``: overdeletion records which row a group leant on."""
     out = []
     for i, atom in enumerate(ar.atoms):
         rows = pos.get(atom.relation)
         if rows is not None and len(rows):
             tab = prog.start(ar.rule, atom, rows, i)
-            out.append(ar.by_start[i].run(prog.rels, prog.values, tab, lambda j: read, read))
+            out.append((i, ar.by_start[i].run(prog.rels, prog.values, tab,
+                                              lambda j: read, read)))
     for atom, join in ar.negs:
         rows = neg.get(atom.relation)
         if rows is not None and len(rows):
             tab = prog.start(ar.rule, atom, rows, None)
-            out.append(join.run(prog.rels, prog.values, tab, lambda j: read, read))
-    return [t for t in out if t.n]
+            out.append((-1, join.run(prog.rels, prog.values, tab, lambda j: read, read)))
+    return [(i, t) for i, t in out if t.n]
 
 
 def _distinct_groups(ar: AggRule, found: list[np.ndarray]) -> np.ndarray:

@@ -30,6 +30,7 @@ from netrules.engine.columnar.aggregate import (
     aggregate_groups,
     group_rows,
     regroup,
+    started_tables,
     touched_groups,
 )
 from netrules.engine.columnar.joins import Reader, Table, bind_head, head_columns
@@ -253,7 +254,7 @@ class IteratedStage:
                     newly.setdefault(rel.name, []).append(rows[hit])
             for ar in self.aggs:
                 rel = prog.rels[ar.rule.head.relation]
-                for start, tab in self._tables_from(ar, pos, neg, old):
+                for start, tab in started_tables(ar, prog, pos, neg, old):
                     qi, rows = self._leaned(ar, tab)
                     rows_alive = rel.alive[rows]
                     qi, rows = qi[rows_alive], rows[rows_alive]
@@ -277,25 +278,6 @@ class IteratedStage:
                     found.setdefault(name, []).append(rows)
                     pos[name] = rows
         return {k: np.concatenate(v) for k, v in found.items()}
-
-    def _tables_from(self, ar: AggRule, pos: Rows, neg: Rows, read: Reader
-                     ) -> list[tuple[int, Table]]:
-        """``aggregate.tables_from`` with the body atom each table started from (-1: a
-        negated atom)."""
-        prog = self.prog
-        out = []
-        for i, atom in enumerate(ar.atoms):
-            rows = pos.get(atom.relation)
-            if rows is not None and len(rows):
-                tab = prog.start(ar.rule, atom, rows, i)
-                out.append((i, ar.by_start[i].run(prog.rels, prog.values, tab,
-                                                  lambda j: read, read)))
-        for atom, join in ar.negs:
-            rows = neg.get(atom.relation)
-            if rows is not None and len(rows):
-                tab = prog.start(ar.rule, atom, rows, None)
-                out.append((-1, join.run(prog.rels, prog.values, tab, lambda j: read, read)))
-        return [(i, t) for i, t in out if t.n]
 
     def _leaned(self, ar: AggRule, tab: Table) -> tuple[np.ndarray, np.ndarray]:
         """(binding, row) for the rows of the groups these bindings belong to whose value
