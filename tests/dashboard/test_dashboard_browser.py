@@ -234,6 +234,8 @@ def test_operator_watches_seattle_cut_off_and_come_back(served, browser, tmp_pat
 
     wait_for("the incident banner", lambda: BANNER in body_text(browser), 30)
     wait_for("20 lost routes", lambda: "20 lost, " in body_text(browser), 15)
+    # the table under the caption names the failed link each route went over
+    wait_for("the broken routes' table", lambda: "Seattle→" in body_text(browser), 15)
     text = body_text(browser)
     assert text.count("Incident ·") == 1, text  # one cut, one incident, not 20 banners
     assert "Seattle isolated" in text
