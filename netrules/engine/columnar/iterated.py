@@ -249,7 +249,7 @@ class IteratedStage:
                 if heads:
                     rel = prog.rels[r.rule.head.relation]
                     rows = rel.find(np.concatenate(heads))
-                    hit = (rows >= 0) & prog.rels[rel.name].alive[np.maximum(rows, 0)]
+                    hit = (rows >= 0) & rel.alive[np.maximum(rows, 0)]
                     graph.edges(src.all()[hit], rel.name, rows[hit])
                     newly.setdefault(rel.name, []).append(rows[hit])
             for ar in self.aggs:
