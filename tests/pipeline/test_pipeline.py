@@ -34,6 +34,17 @@ def line_events() -> tuple[object, list[list[Event]]]:
     return g, list(ticks(events))
 
 
+def failed_line(tmp: Path) -> tuple[Path, Path, list[Event], list[Event]]:
+    """An event log holding line:5 and its n2-n3 failure, and a store knowing the topology:
+    (event log, store, the failure's events, the recovery's still to append)."""
+    g, (initial, fail, recover) = line_events()
+    events, db = tmp / "events", tmp / "s.db"
+    append_new(EventLog(events), initial + fail)
+    with open_store(str(db)) as s:
+        s.set_topology(*topology_rows(g))
+    return events, db, fail, recover
+
+
 def write_segment(directory: Path, lines: list[str]) -> Path:
     """A raw segment (possibly with bad lines), newer than every segment before it."""
     log = EventLog(directory)
@@ -67,11 +78,7 @@ def route_lost(store_path: Path) -> dict[str, object]:
 def _e2e(tmp_path: Path, once: bool) -> list:
     """Fail n2-n3 (cuts n0..n2 from n3..n4): route_lost raised with the -link events as its
     trigger; restart with the recovery appended: cleared. Returns the batch records."""
-    g, (initial, fail, recover) = line_events()
-    events, db = tmp_path / "events", tmp_path / "s.db"
-    append_new(EventLog(events), initial + fail)
-    with open_store(str(db)) as s:
-        s.set_topology(*topology_rows(g))
+    events, db, fail, recover = failed_line(tmp_path)
     records: list = []
     run(PV, db, events, once=once, tmp=tmp_path, records=records)
     alerts = route_lost(db)

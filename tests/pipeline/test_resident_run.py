@@ -16,11 +16,11 @@ from netrules.errors import EngineError
 from netrules.eventlog import EventLog
 from netrules.pipeline import RunOptions, check_program, run_pipeline
 from netrules.pipeline.batch import engine_factory
-from netrules.pipeline.sources import append_new, topology_rows
+from netrules.pipeline.sources import append_new
 from netrules.plan import plan_program
 from netrules.store import open_store
 from netrules.store.queries import why
-from tests.pipeline.test_pipeline import line_events
+from tests.pipeline.test_pipeline import failed_line
 
 
 def alerts_of(store: Path) -> list[tuple]:
@@ -34,11 +34,7 @@ def _run(program: str, tmp: Path, engine: str, state: str) -> tuple[Path, list]:
     """line:5, link n2-n3 fails, then (after a restart, so the engine is rebuilt from the
     store) recovers. Returns the store and the batch records."""
     plan = plan_program(programs.load(program))
-    g, (initial, fail, recover) = line_events()
-    events, db = tmp / "events", tmp / "s.db"
-    append_new(EventLog(events), initial + fail)
-    with open_store(str(db)) as s:
-        s.set_topology(*topology_rows(g))
+    events, db, _, recover = failed_line(tmp)
     records: list = []
     for part in ([], recover):
         append_new(EventLog(events), part)
