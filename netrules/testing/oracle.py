@@ -15,6 +15,10 @@ Meaning, as the reference defines it today (``engine/reference.py``, docs/engine
 * an aggregate head groups the *distinct* satisfying bindings of the body's named variables
   by its other arguments: ``a_COUNT<*>`` counts them, ``a_SUM<C>`` adds C once per binding,
   ``a_MIN``/``a_MAX`` take the extreme in ``facts.sort_key`` order;
+* a head relation declared with ``materialize(..., keys(...))`` groups an aggregate by the
+  key's positions (and the location) only; the other non-aggregate arguments are a payload,
+  taken from the distinct binding that reaches the extreme, the smallest payload tuple in
+  ``sort_key`` order among those that tie (an arg-min, as P2 and RapidNet write it);
 * a stratum whose recursion runs through an aggregate (best routes) means the fixpoint of
   applying all its rules at once to the previous result, from nothing, until it repeats;
 * path patterns are rules by then (the parser compiles them), so they need nothing here.
@@ -28,7 +32,7 @@ API (stable; the columnar engine's tests use it too):
     raise ``AssertionError`` naming ``who`` and the relation when ``views`` (relation ->
     ``Fact``s or tuples) differ from ``evaluate`` on the program's relations; relations the
     program does not name (localization's auxiliaries) are not compared.
-``fire(rule, read) -> set[tuple]``
+``fire(rule, read, keys=None) -> set[tuple]``
     one application of one rule (aggregates included) over ``read(relation) -> set of
     tuples``: for tests of rule-level code such as compiled joins.
 """
@@ -214,14 +218,24 @@ def _conditions(todo: list[Any], b: Binding, read: Callable[[str], set[tuple]],
     return True
 
 
-def fire(rule: ast.Rule, read: Callable[[str], set[tuple]]) -> set[tuple]:
-    """The head tuples one application of ``rule`` derives from the facts ``read`` gives."""
+def fire(rule: ast.Rule, read: Callable[[str], set[tuple]],
+         keys: Mapping[str, tuple[int, ...]] | None = None) -> set[tuple]:
+    """The head tuples one application of ``rule`` derives from the facts ``read`` gives;
+    ``keys``: the program's declared keys by relation (1-based), for arg-min heads."""
     head = rule.head
     found = head.aggregate()
     if found is None:
         return {tuple(_value(t, b) for t in head.args) for b in bindings(rule, read)}
     pos, agg = found
     distinct = {frozenset(b.items()) for b in bindings(rule, read)}
+    declared = (keys or {}).get(head.relation)
+    if declared is not None:
+        key_at = {k - 1 for k in declared}
+        if head.locspec is not None:
+            key_at.add(head.locspec)
+        payload = [i for i in range(len(head.args)) if i != pos and i not in key_at]
+        if payload:
+            return _arg_extreme(head.args, pos, agg, payload, distinct)
     groups: dict[tuple, list[Value]] = {}
     for items in distinct:
         b = dict(items)
@@ -280,6 +294,34 @@ def strata(rules: Iterable[ast.Rule]) -> list[tuple[frozenset[str], list[ast.Rul
     return out
 
 
+def _arg_extreme(args: tuple, pos: int, agg: Any, payload: list[int],
+                 distinct: set[frozenset]) -> set[tuple]:
+    """Per group (the arguments neither aggregated nor payload), the binding with the least
+    (a_MIN) or greatest (a_MAX) value, then the smallest payload; the head is built from it."""
+    if agg.func not in ("MIN", "MAX"):
+        raise OracleError(f"a_{agg.func} cannot carry a payload")
+    best: dict[tuple, tuple[Value, tuple]] = {}
+    for items in distinct:
+        b = dict(items)
+        group = tuple(_value(t, b) for i, t in enumerate(args) if i != pos and i not in payload)
+        val = b[agg.var.name]
+        pay = tuple(_value(args[i], b) for i in payload)
+        have = best.get(group)
+        if have is None:
+            best[group] = (val, pay)
+            continue
+        v0, p0 = have
+        better = sort_key(val) < sort_key(v0) if agg.func == "MIN" else sort_key(val) > sort_key(v0)
+        if better or (sort_key(val) == sort_key(v0) and sort_key(pay) < sort_key(p0)):
+            best[group] = (val, pay)
+    out = set()
+    for group, (val, pay) in best.items():
+        g, p = iter(group), iter(pay)
+        out.add(tuple(val if i == pos else next(p) if i in payload else next(g)
+                      for i in range(len(args))))
+    return out
+
+
 def _program(program_or_plan: Any) -> ast.Program:
     return getattr(program_or_plan, "program", program_or_plan)
 
@@ -295,6 +337,7 @@ def evaluate(program_or_plan: Any, facts: Iterable[Fact] = (), *,
     def read(rel: str) -> set[tuple]:
         return db.get(rel, set())
 
+    keys = {m.name: m.keys for m in program.materialized}
     for group, rules in strata(program.rules):
         iterated = any(r.head.aggregate() and any(a.relation in group for a in _atoms(r))
                        for r in rules)
@@ -307,7 +350,7 @@ def evaluate(program_or_plan: Any, facts: Iterable[Fact] = (), *,
             for _ in range(max_iterations):
                 new: Rows = {rel: set() for rel in group}
                 for r in rules:
-                    new[r.head.relation] |= fire(r, view)
+                    new[r.head.relation] |= fire(r, view, keys)
                 if new == cur:
                     break
                 cur.clear()
@@ -319,7 +362,7 @@ def evaluate(program_or_plan: Any, facts: Iterable[Fact] = (), *,
             continue
         for r in rules:  # an aggregate here reads lower strata only
             if r.head.aggregate():
-                db.setdefault(r.head.relation, set()).update(fire(r, read))
+                db.setdefault(r.head.relation, set()).update(fire(r, read, keys))
         changed = True
         while changed:
             changed = False
