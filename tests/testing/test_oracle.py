@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netrules import programs
-from netrules.facts import Fact
+from netrules.facts import Fact, sort_key
 from netrules.lang import ast, parse_program
 from netrules.plan import plan_program
 from netrules.testing.oracle import OracleError, assert_agrees, evaluate
@@ -87,6 +87,20 @@ def test_aggregates_over_distinct_bindings() -> None:
     assert v["hi"] == {(1, 5), (2, 7)}
 
 
+def test_a_declared_key_makes_an_arg_min() -> None:
+    """With ``keys(1)`` the group is X alone: W is the least value, Y (the payload) comes
+    from the binding reaching it, the smallest Y among ties; without the key, (X, Y) groups."""
+    prog = parse_program("""
+        materialize(e, infinity, infinity, keys(1,2,3)).
+        materialize(best, infinity, infinity, keys(1)).
+        best(X, Y, a_MIN<W>) :- e(X,Y,W).
+        worst(X, Y, a_MAX<W>) :- e(X,Y,W).
+    """)
+    v = evaluate(prog, [F("e", 1, 9, 2), F("e", 1, 4, 2), F("e", 1, 3, 5), F("e", 2, 7, 1)])
+    assert v["best"] == {(1, 4, 2), (2, 7, 1)}
+    assert v["worst"] == {(1, 9, 2), (1, 4, 2), (1, 3, 5), (2, 7, 1)}
+
+
 def test_recursion_through_negation_has_no_meaning() -> None:
     x = ast.Var("X")
     rules = (ast.Rule(ast.Atom("p", (x,)), (ast.Atom("n", (x,)),
@@ -121,8 +135,13 @@ def test_best_routes_iterated_stratum_is_shortest_paths(links) -> None:
     g.add_weighted_edges_from((f"n{a}", f"n{b}", c) for (a, b), c in seen.items())
     want = {(s, d, c) for s, dist in nx.all_pairs_dijkstra_path_length(g)
             for d, c in dist.items() if d != s}
-    got = evaluate(plan_program(programs.load("best_routes")), facts).get("bestCost", set())
-    assert got == want
+    views = evaluate(plan_program(programs.load("best_routes")), facts)
+    assert views.get("bestCost", set()) == want
+    # the arg-min's path: the smallest (sort_key) of the cheapest paths
+    paths = {(s, d, min((tuple(p) for p in nx.all_shortest_paths(g, s, d, weight="weight")),
+                        key=sort_key), c)
+             for s, d, c in want}
+    assert views.get("bestPath", set()) == paths
 
 
 def test_assert_agrees_names_who_and_the_relation() -> None:
