@@ -164,6 +164,13 @@ g(@S,D,N) :- link(@S,D,C), N := 1.
 g(@S,D,N) :- link(@S,Z,C1), h(@Z,D,N0), N := N0 + 1.
 h(@S,D,a_MIN<N>) :- g(@S,D,N).
 w(@S,D,a_COUNT<*>) :- link(@S,D,C), h(@D,S,N), N < 3.
+""")), plan_program(parse_program("""
+materialize(link, infinity, infinity, keys(1,2)).
+r1 route(@S,D,P,C) :- link(@S,D,C), P := f_concat(S, D).
+r2 route(@S,D,P,C) :- link(@S,Z,C1), bestPath(@Z,D,P2,C2), f_member(P2, S) == 0,
+                      C := C1 + C2, P := f_concat(S, P2).
+b1 bestCost(@S,D,a_MIN<C>) :- route(@S,D,P,C).
+b2 bestPath(@S,D,a_MIN<P>,C) :- bestCost(@S,D,C), route(@S,D,P,C).
 """))]
 
 
@@ -172,5 +179,7 @@ w(@S,D,a_COUNT<*>) :- link(@S,D,C), h(@D,S,N), N < 3.
        st.integers(0, 2**16))
 def test_recursion_through_min_maintained_exactly(strategy, i: int, stream, seed: int) -> None:
     """Bellman-Ford distances and hop counts through a_MIN (no path to stop a walk), and a
-    count over a shipped body above them, under random link streams."""
+    count over a shipped body above them; and best routes written as the papers write them,
+    two aggregates in the recursion (least cost, then least path at it), under random link
+    streams."""
     check_stream(strategy, MIN_RECURSION[i], *stream, seed)

@@ -155,24 +155,35 @@ class IteratedStage:
         return ok
 
     # -- one relation's rules -------------------------------------------------------------
-    def step(self, name: str, d_in: Rows, a_in: Rows, before: Reader, after: Reader
-             ) -> tuple[np.ndarray, np.ndarray]:
+    def step(self, name: str, d_in: Rows, a_in: Rows, before: Reader, after: Reader,
+             over: tuple[Rows, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(rows that go, rows that come) of ``name`` when its rules' input moves from
         ``before`` to ``after`` (``d_in`` left it, ``a_in`` joined it); the alive rows of
-        ``name`` are its rules' heads over ``before``."""
+        ``name`` are its rules' heads over ``before``.
+
+        ``over``: the batch's overdeleted rows and those of ``name``, on ``name``'s first
+        step of the batch. Every head a binding over ``before`` derives from an overdeleted
+        row is itself overdeleted (``before`` is the old view less hidden rows, and the
+        closure followed the old view), so those heads are taken as they are rather than
+        joined for again: on a link down, the largest step of the batch."""
         prog = self.prog
         rel = prog.rels[name]
         lost: list[np.ndarray] = []
         found: list[np.ndarray] = []
+        d_lost = d_in
+        if over is not None:
+            d_lost = {r: _without(rows, over[0].get(r)) for r, rows in d_in.items()}
         for r in self.plain_of.get(name, ()):
-            lost.extend(self._heads(r, d_in, a_in, before))
+            lost.extend(self._heads(r, d_lost, a_in, before))
             found.extend(self._heads(r, a_in, d_in, after))
         frows = np.unique(rel.rows_for(np.concatenate(found))) if found else _empty()
         come = frows[~rel.alive[frows]]
         gone = _empty()
-        if lost:
-            lrows = rel.find(np.concatenate(lost))
+        if lost or (over is not None and self.plain_of.get(name)):
+            lrows = rel.find(np.concatenate(lost)) if lost else _empty()
             lrows = np.unique(lrows[lrows >= 0])
+            if over is not None and self.plain_of.get(name):
+                lrows = np.union1d(lrows, over[1])
             lrows = lrows[rel.alive[lrows]]
             if len(frows):
                 lrows = lrows[~np.isin(lrows, frows)]
@@ -299,7 +310,7 @@ class IteratedStage:
 
         Relations are recomputed one at a time in ``self.order`` (Gauss-Seidel), each from
         what changed in its inputs since it was last computed, so one sweep carries a change
-        through route, best cost and best path: a hop per sweep, where a Jacobi step that
+        through route and best path: a hop per sweep, where a Jacobi step that
         recomputes everything from the last step's state needs one per relation of the
         cycle. Any order reaches the same fixpoint: from the overdeleted state every row is
         grounded in rows below, as in the from-scratch iteration."""
@@ -344,7 +355,8 @@ class IteratedStage:
                 a_in = {r: a for r, (_, a) in p.items() if len(a)}
                 after = self.reader(hidden, {})
                 before = self.reader(_union(hidden, a_in), d_in)
-                done.append((name, *self.step(name, d_in, a_in, before, after)))
+                first = (over, hidden[name]) if name in hidden else None
+                done.append((name, *self.step(name, d_in, a_in, before, after, first)))
                 if not jacobi:
                     self._publish(ch, pending, hidden, *done.pop())
             for name, gone, come in done:
@@ -376,6 +388,10 @@ class IteratedStage:
             _merge(pending.setdefault(q, {}), name, gone, come)
             if not any(len(d) or len(a) for d, a in pending[q].values()):
                 del pending[q]
+
+
+def _without(rows: np.ndarray, drop: np.ndarray | None) -> np.ndarray:
+    return rows if drop is None or not len(rows) else rows[~np.isin(rows, drop)]
 
 
 def _union(a: Rows, b: Rows) -> Rows:
