@@ -302,6 +302,13 @@ class IteratedStage:
             rel = prog.rels[ar.rule.head.relation]
             keep = rel.cols[rows, ar.pos] == vals[qi]
             qi, rows = qi[keep], rows[keep]
+            if ar.payload_pos and len(rows):
+                # an arg-min row is its group's least (value, payload): a binding with the
+                # same value and another payload was not chosen, and losing it moves nothing
+                pay = head_columns(ar.rule, prog.values, tab.take(qi), skip=ar.pos)
+                keep = np.all(rel.cols[rows][:, ar.payload_pos] == pay[:, ar.payload_pos],
+                              axis=1)
+                qi, rows = qi[keep], rows[keep]
         return qi, rows
 
     def maintain(self, ch: _Changes) -> None:
