@@ -289,12 +289,7 @@ def _arg_extreme(ar: AggRule, prog: ColumnarProgram, tab: Table, groups: np.ndar
     tied = np.bincount(inv[at], minlength=len(gs)) > 1
     if tied[inv[at]].any():
         sel = at[tied[inv[at]]]
-        # payload tuples compare column by column (sort_key of a tuple)
-        cols = [prog.values.order_rank(pay[sel, k]) for k in range(pay.shape[1])]
-        order2 = np.lexsort(cols[::-1])
-        r = np.empty(len(sel), dtype=np.int64)
-        r[order2] = np.arange(len(sel))
-        prank[tied[inv[at]]] = r
+        prank[tied[inv[at]]] = _payload_rank(prog, pay[sel], inv[sel])
     pick = np.lexsort((prank, inv[at]))
     first = at[pick[np.r_[True, inv[at][pick][1:] != inv[at][pick][:-1]]]]
     heads = np.zeros((len(gs), width), dtype=np.int64)
@@ -304,6 +299,25 @@ def _arg_extreme(ar: AggRule, prog: ColumnarProgram, tab: Table, groups: np.ndar
     for k, i in enumerate(ar.payload_pos):
         heads[:, i] = pay[first, k]
     return heads
+
+
+def _payload_rank(prog: ColumnarProgram, pay: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """A rank per row of tied payloads that puts each group's least payload (by
+    ``sort_key`` of the tuple) first. A single list column, a route, is compared within its
+    group from the front (``Values.least_in_groups``): 0 for the least, 1 for the rest;
+    otherwise every payload is ranked against every other, column by column."""
+    if pay.shape[1] == 1:
+        _, g = np.unique(group, return_inverse=True)
+        best = prog.values.least_in_groups(pay[:, 0], g)
+        if best is not None:
+            r = np.ones(len(pay), dtype=np.int64)
+            r[best[best >= 0]] = 0
+            return r
+    cols = [prog.values.order_rank(pay[:, k]) for k in range(pay.shape[1])]
+    order = np.lexsort(cols[::-1])
+    r = np.empty(len(pay), dtype=np.int64)
+    r[order] = np.arange(len(pay))
+    return r
 
 
 def group_rows(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray

@@ -179,3 +179,48 @@ def reach(n: int, src: np.ndarray, dst: np.ndarray, roots: np.ndarray,
                 stack[top] = w
                 top += 1
     return out[:k]
+
+
+@njit(cache=True, nogil=True)
+def _list_less(a: np.int64, b: np.int64, head: np.ndarray, tail: np.ndarray, nil: np.int64,
+               cells: np.int64, small: np.int64,
+               atom_rank: np.ndarray) -> np.int64:  # pragma: no cover - compiled
+    """1 if list ``a`` sorts before list ``b`` (element by element, a prefix first), 0 if
+    not, -1 if an element is itself a list (the caller compares those another way)."""
+    while a != b:  # hash-consed: a shared tail is equal from there on
+        if a == nil:
+            return 1
+        if b == nil:
+            return 0
+        ea, eb = head[a - cells], head[b - cells]
+        if ea >= cells or eb >= cells:
+            return -1
+        if ea != eb:
+            ra = ea if ea < small else small + atom_rank[ea - small]
+            rb = eb if eb < small else small + atom_rank[eb - small]
+            return 1 if ra < rb else 0
+        a, b = tail[a - cells], tail[b - cells]
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def least_lists(head: np.ndarray, tail: np.ndarray, nil: np.int64, cells: np.int64,
+                small: np.int64, atom_rank: np.ndarray, lists: np.ndarray,
+                groups: np.ndarray, n_groups: np.int64) -> np.ndarray:  # pragma: no cover
+    """Per group, the index of its least list (the first of equal ones); -2 in slot 0 if
+    an element was itself a list. Lists compare from the front and stop at the first
+    difference, so tied best routes, which differ at their second node, cost a step each."""
+    best = np.full(n_groups, -1, dtype=np.int64)
+    for i in range(len(lists)):
+        g = groups[i]
+        b = best[g]
+        if b < 0:
+            best[g] = i
+            continue
+        less = _list_less(lists[i], lists[b], head, tail, nil, cells, small, atom_rank)
+        if less < 0:
+            best[0] = -2
+            return best
+        if less == 1:
+            best[g] = i
+    return best

@@ -175,6 +175,38 @@ class Values:
             rank[cells[order]] = top + np.arange(len(cells))
         return rank[inv]
 
+    def least_in_groups(self, ids: np.ndarray, groups: np.ndarray) -> np.ndarray | None:
+        """For list ids and a group (0..n-1) per id, the index of each group's least list by
+        ``sort_key`` (the first of equal ones), compared from the front in one compiled
+        pass; None when that pass cannot decide (an element is a list, or an atom is a
+        number that must interleave with the small ints): use ``order_rank`` then."""
+        if not len(ids) or not self.is_list(ids).all():
+            return None
+        self._rank_atoms()
+        if self._atom_number.any():
+            return None
+        n = int(groups.max()) + 1
+        best = kernels.least_lists(self.head, self.tail, np.int64(self.nil), np.int64(CELLS),
+                                   np.int64(SMALL), self._atom_rank,
+                                   ids.astype(np.int64, copy=False),
+                                   groups.astype(np.int64, copy=False), np.int64(n))
+        if best[0] == -2:
+            return None
+        return best
+
+    def _rank_atoms(self) -> None:
+        """Rank every atom by ``sort_key``, again only once atoms were added since."""
+        if len(self._atom_rank) == len(self._objs):
+            return
+        from netrules.facts import sort_key
+
+        order = sorted(range(len(self._objs)), key=lambda k: sort_key(self._objs[k]))
+        self._atom_rank = np.empty(len(self._objs), dtype=np.int64)
+        self._atom_rank[order] = np.arange(len(order))
+        self._atom_number = np.fromiter(
+            (not isinstance(v, str | tuple) for v in self._objs), dtype=bool,
+            count=len(self._objs))
+
     def _plain_rank(self, ids: np.ndarray) -> np.ndarray:
         """Order-preserving ranks of values that are not lists: a small int is its own rank
         and an atom ``SMALL`` plus its place among all atoms, unless a number is an atom
@@ -183,15 +215,7 @@ class Values:
         atoms = ids >= SMALL
         if not atoms.any():
             return ids.copy()
-        if len(self._atom_rank) != len(self._objs):
-            from netrules.facts import sort_key
-
-            order = sorted(range(len(self._objs)), key=lambda k: sort_key(self._objs[k]))
-            self._atom_rank = np.empty(len(self._objs), dtype=np.int64)
-            self._atom_rank[order] = np.arange(len(order))
-            self._atom_number = np.fromiter(
-                (not isinstance(v, str | tuple) for v in self._objs), dtype=bool,
-                count=len(self._objs))
+        self._rank_atoms()
         k = ids[atoms] - SMALL
         if self._atom_number[k].any():
             from netrules.facts import sort_key
