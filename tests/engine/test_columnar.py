@@ -198,3 +198,62 @@ def test_reach_is_a_search_that_stops_at_blocked_nodes(n: int, edges: list, root
         want.add(v)
         todo += [b for a, b in edges if a == v and b not in stop]
     assert sorted(got.tolist()) == sorted(want)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=12), st.lists(st.booleans(), min_size=12,
+                                                                      max_size=12),
+       st.lists(st.integers(0, 11), max_size=30))
+def test_release_takes_a_support_per_entry_and_hides_the_unsupported(
+        nsup: list[int], alive: list[bool], heads: list[int]) -> None:
+    n = len(nsup)
+    heads = [h % n for h in heads]
+    ns, al = np.array(nsup, np.int8), np.array(alive[:n], bool)
+    gone = kernels.release(ns, al, np.array(heads, np.int64)).tolist()
+    want_n = list(nsup)
+    for h in heads:
+        want_n[h] -= 1
+    want = sorted({h for h in heads if want_n[h] <= 0 and alive[h]})
+    assert ns.tolist() == want_n and sorted(gone) == want and len(gone) == len(set(gone))
+    assert al.tolist() == [a and i not in want for i, a in enumerate(alive[:n])]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(1, 4)), max_size=40), st.integers(1, 3))
+def test_best_supports_keeps_k_of_each_rows_least_rank(cands: list, k: int) -> None:
+    rows = np.array([r for r, _ in cands], np.int64)
+    rank = np.array([q for _, q in cands], np.int32)
+    order = np.argsort((rows << 31) | rank)
+    idx, facts, frank, nsup = kernels.best_supports(rows, rank, order, k)
+    assert facts.tolist() == sorted({r for r, _ in cands})
+    for f, fr, ns in zip(facts.tolist(), frank.tolist(), nsup.tolist(), strict=True):
+        least = min(q for r, q in cands if r == f)
+        mine = [i for i in idx.tolist() if rows[i] == f]
+        assert fr == least and ns == len(mine) == min(k, sum(
+            1 for r, q in cands if r == f and q == least))
+        assert all(rank[i] == least for i in mine)
+    assert len(set(idx.tolist())) == len(idx)
+    kept_rows = rows[idx].tolist()
+    assert kept_rows == sorted(kept_rows)  # grouped by row, as Supports.add needs
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 3), st.lists(st.lists(st.integers(0, 5), min_size=3, max_size=3),
+                                   min_size=1, max_size=30),
+       st.lists(st.integers(0, 29), max_size=10),
+       st.lists(st.lists(st.integers(0, 6), min_size=3, max_size=3), max_size=20))
+def test_keyed_rows_find_exactly_their_rows(arity: int, stored: list, some: list,
+                                            probes: list) -> None:
+    from netrules.engine.columnar.keys import Pairs
+    from netrules.engine.columnar.relation import KeyedRows, Relation
+
+    rel = Relation("r", arity, Pairs())
+    cols = np.array([s[:arity] for s in stored], np.int64).reshape(len(stored), arity)
+    rows = rel.rows_for(cols)
+    mine = sorted({int(rows[i % len(rows)]) for i in some})
+    kr = KeyedRows(rel, np.array(mine, np.int64))
+    q = np.array([p[:arity] for p in probes] + [s[:arity] for s in stored],
+                 np.int64).reshape(len(probes) + len(stored), arity)
+    got = kr.find(q).tolist()
+    want = rel.find(q).tolist()
+    assert got == [w if w in mine else -1 for w in want]
