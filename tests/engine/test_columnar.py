@@ -257,3 +257,39 @@ def test_keyed_rows_find_exactly_their_rows(arity: int, stored: list, some: list
     got = kr.find(q).tolist()
     want = rel.find(q).tolist()
     assert got == [w if w in mine else -1 for w in want]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 7), st.booleans()), min_size=1,
+                max_size=20),
+       st.lists(st.integers(0, 3), min_size=8, max_size=8),
+       st.lists(st.booleans(), min_size=8, max_size=8), st.lists(st.booleans(), min_size=8,
+                                                                 max_size=8),
+       st.lists(st.integers(0, 19), max_size=30))
+def test_kill_step_is_release_over_distinct_alive_supports_of_one_relation(
+        sups: list, nsup: list[int], alive: list[bool], touched: list[bool],
+        sids: list[int]) -> None:
+    """Supports are (rule, head row, alive); rule 0 heads relation code 5, rule 1 code 6;
+    a step kills the code-5 ones among ``sids`` once each and releases their heads."""
+    sids = [i % len(sups) for i in sids]
+    s_alive = np.array([a for _, _, a in sups], bool)
+    s_rule = np.array([r for r, _, _ in sups], np.int16)
+    s_head = np.array([h for _, h, _ in sups], np.int32)
+    ns, al = np.array(nsup, np.int8), np.array(alive, bool)
+    tc, tb = np.array(touched, bool), np.zeros(8, bool)
+    gone, first, heads = kernels.kill_step(np.array(sids, np.int64), s_alive, s_rule, s_head,
+                                           np.array([5, 6], np.int64), np.int64(5), ns, al,
+                                           tc, tb)
+    killed = [s for s in dict.fromkeys(sids) if sups[s][2] and sups[s][0] == 0]
+    want_n = list(nsup)
+    for s in killed:
+        want_n[sups[s][1]] -= 1
+    want_gone = sorted({sups[s][1] for s in killed
+                        if want_n[sups[s][1]] <= 0 and alive[sups[s][1]]})
+    assert sorted(heads.tolist()) == sorted(sups[s][1] for s in killed)
+    assert s_alive.tolist() == [a and i not in killed for i, (_, _, a) in enumerate(sups)]
+    assert ns.tolist() == want_n and sorted(gone.tolist()) == want_gone
+    assert al.tolist() == [a and i not in want_gone for i, a in enumerate(alive)]
+    assert sorted(first.tolist()) == [g for g in want_gone if not touched[g]]
+    assert tc.tolist() == [t or i in want_gone for i, t in enumerate(touched)]
+    assert tb.tolist() == [i in want_gone and not touched[i] for i in range(8)]

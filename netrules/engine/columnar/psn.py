@@ -387,16 +387,19 @@ class ColumnarProgram:
             if first is not None:
                 sids = np.concatenate([sids, first[self.supports.alive[first]]])
                 first = None
+            if len(codes) == 1:
+                frontier = self._kill_one(int(codes[0]), sids, ch, found)
+                continue
             if len(sids):
                 hc, _ = split_gid(self.supports.heads(sids))
-                sids = sids[hc == codes[0]] if len(codes) == 1 else sids[np.isin(hc, codes)]
+                sids = sids[np.isin(hc, codes)]
             if not len(sids):
                 break
             sids = self._distinct(sids)
             hc, hr = split_gid(self.supports.kill(sids))
             nxt = []
-            for code in codes if len(codes) > 1 else codes[:1]:
-                rows = hr[hc == code] if len(codes) > 1 else hr
+            for code in codes:
+                rows = hr[hc == code]
                 if not len(rows):
                     continue
                 name = self.names[int(code)]
@@ -411,6 +414,27 @@ class ColumnarProgram:
         out = {n: np.concatenate(p) if len(p) > 1 else p[0] for n, p in found.items()}
         self.stats["suspects"] += sum(len(r) for r in out.values())
         return out
+
+    def _kill_one(self, code: int, sids: np.ndarray, ch: _Changes,
+                  found: dict[str, list[np.ndarray]]) -> np.ndarray:
+        """A kill step of a stratum of one relation, compiled (``kernels.kill_step``):
+        the common case, and the one whose steps a link event repeats tens of times."""
+        if not len(sids):
+            return np.empty(0, np.int64)
+        name = self.names[code]
+        rel, sup = self.rels[name], self.supports
+        gone, first, heads = kernels.kill_step(sids, sup.alive, sup.rule, sup.head,
+                                               sup.head_code, np.int64(code), rel.nsup,
+                                               rel.alive, rel.touched, rel.tbefore)
+        sup.count -= len(heads)
+        sup.touched.append(gid(code, heads))
+        if len(first):
+            ch.rows.setdefault(name, []).append(first)
+        rel.count -= len(gone)
+        if not len(gone):
+            return np.empty(0, np.int64)
+        found.setdefault(name, []).append(gone)
+        return gid(code, gone)
 
     # -- derivation rounds -----------------------------------------------------------------
     def _candidates(self, r: _Rule, tab: Table, srels: frozenset[str]
