@@ -293,3 +293,21 @@ def test_kill_step_is_release_over_distinct_alive_supports_of_one_relation(
     assert sorted(first.tolist()) == [g for g in want_gone if not touched[g]]
     assert tc.tolist() == [t or i in want_gone for i, t in enumerate(touched)]
     assert tb.tolist() == [i in want_gone and not touched[i] for i in range(8)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.integers(0, 9), max_size=10), st.lists(st.booleans(), min_size=10,
+                                                           max_size=10))
+def test_revive_sets_rank_count_alive_and_first_touch(facts: set[int], touched: list[bool]
+                                                      ) -> None:
+    rows = np.array(sorted(facts), np.int64)
+    frank = np.arange(len(rows), dtype=np.int32) + 3
+    nsup = np.full(len(rows), 2, np.int8)
+    rank, kept = np.zeros(10, np.int32), np.zeros(10, np.int8)
+    alive, tc, tb = np.zeros(10, bool), np.array(touched, bool), np.ones(10, bool)
+    first = kernels.revive(rows, frank, nsup, rank, kept, alive, tc, tb)
+    assert rank[rows].tolist() == frank.tolist() and kept[rows].tolist() == [2] * len(rows)
+    assert alive.tolist() == [i in facts for i in range(10)]
+    assert sorted(first.tolist()) == sorted(f for f in facts if not touched[f])
+    assert tc.tolist() == [t or i in facts for i, t in enumerate(touched)]
+    assert tb.tolist() == [not (i in facts and not touched[i]) for i in range(10)]

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", "release",
-           "best_supports", "kill_step"]
+           "best_supports", "kill_step", "revive"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -269,3 +269,25 @@ def kill_step(sids: np.ndarray, s_alive: np.ndarray, s_rule: np.ndarray, s_head:
                 first[f] = r
                 f += 1
     return gone[:g], first[:f], heads[:k]
+
+
+@njit(cache=True, nogil=True)
+def revive(facts: np.ndarray, frank: np.ndarray, nsup: np.ndarray, rank: np.ndarray,
+           kept: np.ndarray, alive: np.ndarray, touched: np.ndarray,
+           tbefore: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Make the dead rows ``facts`` alive with their rank and kept-support count, marking
+    them touched ("dead before") where the batch had not touched them yet; returns those.
+    The tail of every admission round in one pass instead of seven array calls."""
+    first = np.empty(len(facts), dtype=np.int64)
+    f = 0
+    for i in range(len(facts)):
+        r = facts[i]
+        rank[r] = frank[i]
+        kept[r] = nsup[i]
+        alive[r] = True
+        if not touched[r]:
+            touched[r] = True
+            tbefore[r] = False
+            first[f] = r
+            f += 1
+    return first[:f]

@@ -562,10 +562,11 @@ class ColumnarProgram:
             keep, facts, frank, nsup = kernels.best_supports(rows, rank, order, self.k)
             self._made.append((gid(self.codes[name], rows[keep]),
                                rid if isinstance(rid, int) else rid[keep], body[keep]))
-            rel.rank[facts] = frank
-            rel.nsup[facts] = nsup
-            ch.touch(rel, facts)
-            rel.set_alive(facts)
+            first = kernels.revive(facts, frank, nsup, rel.rank, rel.nsup, rel.alive,
+                                   rel.touched, rel.tbefore)
+            if len(first):
+                ch.rows.setdefault(name, []).append(first)
+            rel.count += len(facts)
             born[name] = facts
         return born
 
