@@ -15,7 +15,8 @@ import numpy as np
 from numba import njit
 
 __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", "release",
-           "best_supports", "kill_step", "revive"]
+           "best_supports", "kill_step", "revive",
+           "lookup"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -42,6 +43,27 @@ def find_slots(table: np.ndarray, mask: np.int64, shift: np.uint64,
                 break
             if seen == EMPTY:
                 out[i] = -1
+                break
+            s = (s + 1) & mask
+    return out
+
+
+@njit(cache=True, nogil=True)
+def lookup(table: np.ndarray, vals: np.ndarray, mask: np.int64, shift: np.uint64,
+           keys: np.ndarray, default: np.int64) -> np.ndarray:  # pragma: no cover - compiled
+    """The value of each key in the open-addressing ``table``, or ``default`` where absent:
+    ``find_slots`` and the gather of the values in one pass."""
+    out = np.empty(len(keys), dtype=np.int64)
+    for i in range(len(keys)):
+        k = keys[i]
+        s = _home(k, shift)
+        while True:
+            seen = table[s]
+            if seen == k:
+                out[i] = vals[s]
+                break
+            if seen == EMPTY:
+                out[i] = default
                 break
             s = (s + 1) & mask
     return out
