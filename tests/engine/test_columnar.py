@@ -198,3 +198,116 @@ def test_reach_is_a_search_that_stops_at_blocked_nodes(n: int, edges: list, root
         want.add(v)
         todo += [b for a, b in edges if a == v and b not in stop]
     assert sorted(got.tolist()) == sorted(want)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=12), st.lists(st.booleans(), min_size=12,
+                                                                      max_size=12),
+       st.lists(st.integers(0, 11), max_size=30))
+def test_release_takes_a_support_per_entry_and_hides_the_unsupported(
+        nsup: list[int], alive: list[bool], heads: list[int]) -> None:
+    n = len(nsup)
+    heads = [h % n for h in heads]
+    ns, al = np.array(nsup, np.int8), np.array(alive[:n], bool)
+    gone = kernels.release(ns, al, np.array(heads, np.int64)).tolist()
+    want_n = list(nsup)
+    for h in heads:
+        want_n[h] -= 1
+    want = sorted({h for h in heads if want_n[h] <= 0 and alive[h]})
+    assert ns.tolist() == want_n and sorted(gone) == want and len(gone) == len(set(gone))
+    assert al.tolist() == [a and i not in want for i, a in enumerate(alive[:n])]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(1, 4)), max_size=40), st.integers(1, 3))
+def test_best_supports_keeps_k_of_each_rows_least_rank(cands: list, k: int) -> None:
+    rows = np.array([r for r, _ in cands], np.int64)
+    rank = np.array([q for _, q in cands], np.int32)
+    order = np.argsort((rows << 31) | rank)
+    idx, facts, frank, nsup = kernels.best_supports(rows, rank, order, k)
+    assert facts.tolist() == sorted({r for r, _ in cands})
+    for f, fr, ns in zip(facts.tolist(), frank.tolist(), nsup.tolist(), strict=True):
+        least = min(q for r, q in cands if r == f)
+        mine = [i for i in idx.tolist() if rows[i] == f]
+        assert fr == least and ns == len(mine) == min(k, sum(
+            1 for r, q in cands if r == f and q == least))
+        assert all(rank[i] == least for i in mine)
+    assert len(set(idx.tolist())) == len(idx)
+    kept_rows = rows[idx].tolist()
+    assert kept_rows == sorted(kept_rows)  # grouped by row, as Supports.add needs
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 3), st.lists(st.lists(st.integers(0, 5), min_size=3, max_size=3),
+                                   min_size=1, max_size=30),
+       st.lists(st.integers(0, 29), max_size=10),
+       st.lists(st.lists(st.integers(0, 6), min_size=3, max_size=3), max_size=20))
+def test_keyed_rows_find_exactly_their_rows(arity: int, stored: list, some: list,
+                                            probes: list) -> None:
+    from netrules.engine.columnar.keys import Pairs
+    from netrules.engine.columnar.relation import KeyedRows, Relation
+
+    rel = Relation("r", arity, Pairs())
+    cols = np.array([s[:arity] for s in stored], np.int64).reshape(len(stored), arity)
+    rows = rel.rows_for(cols)
+    mine = sorted({int(rows[i % len(rows)]) for i in some})
+    kr = KeyedRows(rel, np.array(mine, np.int64))
+    q = np.array([p[:arity] for p in probes] + [s[:arity] for s in stored],
+                 np.int64).reshape(len(probes) + len(stored), arity)
+    got = kr.find(q).tolist()
+    want = rel.find(q).tolist()
+    assert got == [w if w in mine else -1 for w in want]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 7), st.booleans()), min_size=1,
+                max_size=20),
+       st.lists(st.integers(0, 3), min_size=8, max_size=8),
+       st.lists(st.booleans(), min_size=8, max_size=8), st.lists(st.booleans(), min_size=8,
+                                                                 max_size=8),
+       st.lists(st.integers(0, 19), max_size=30))
+def test_kill_step_is_release_over_distinct_alive_supports_of_one_relation(
+        sups: list, nsup: list[int], alive: list[bool], touched: list[bool],
+        sids: list[int]) -> None:
+    """Supports are (rule, head row, alive); rule 0 heads relation code 5, rule 1 code 6;
+    a step kills the code-5 ones among ``sids`` once each and releases their heads."""
+    sids = [i % len(sups) for i in sids]
+    s_alive = np.array([a for _, _, a in sups], bool)
+    s_rule = np.array([r for r, _, _ in sups], np.int16)
+    s_head = np.array([h for _, h, _ in sups], np.int32)
+    ns, al = np.array(nsup, np.int8), np.array(alive, bool)
+    tc, tb = np.array(touched, bool), np.zeros(8, bool)
+    gone, first, heads = kernels.kill_step(np.array(sids, np.int64), s_alive, s_rule, s_head,
+                                           np.array([5, 6], np.int64), np.int64(5), ns, al,
+                                           tc, tb)
+    killed = [s for s in dict.fromkeys(sids) if sups[s][2] and sups[s][0] == 0]
+    want_n = list(nsup)
+    for s in killed:
+        want_n[sups[s][1]] -= 1
+    want_gone = sorted({sups[s][1] for s in killed
+                        if want_n[sups[s][1]] <= 0 and alive[sups[s][1]]})
+    assert sorted(heads.tolist()) == sorted(sups[s][1] for s in killed)
+    assert s_alive.tolist() == [a and i not in killed for i, (_, _, a) in enumerate(sups)]
+    assert ns.tolist() == want_n and sorted(gone.tolist()) == want_gone
+    assert al.tolist() == [a and i not in want_gone for i, a in enumerate(alive)]
+    assert sorted(first.tolist()) == [g for g in want_gone if not touched[g]]
+    assert tc.tolist() == [t or i in want_gone for i, t in enumerate(touched)]
+    assert tb.tolist() == [i in want_gone and not touched[i] for i in range(8)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.integers(0, 9), max_size=10), st.lists(st.booleans(), min_size=10,
+                                                           max_size=10))
+def test_revive_sets_rank_count_alive_and_first_touch(facts: set[int], touched: list[bool]
+                                                      ) -> None:
+    rows = np.array(sorted(facts), np.int64)
+    frank = np.arange(len(rows), dtype=np.int32) + 3
+    nsup = np.full(len(rows), 2, np.int8)
+    rank, kept = np.zeros(10, np.int32), np.zeros(10, np.int8)
+    alive, tc, tb = np.zeros(10, bool), np.array(touched, bool), np.ones(10, bool)
+    first = kernels.revive(rows, frank, nsup, rank, kept, alive, tc, tb)
+    assert rank[rows].tolist() == frank.tolist() and kept[rows].tolist() == [2] * len(rows)
+    assert alive.tolist() == [i in facts for i in range(10)]
+    assert sorted(first.tolist()) == sorted(f for f in facts if not touched[f])
+    assert tc.tolist() == [t or i in facts for i, t in enumerate(touched)]
+    assert tb.tolist() == [not (i in facts and not touched[i]) for i in range(10)]

@@ -49,11 +49,10 @@ class Int64Map:
                                   keys.astype(np.int64, copy=False))
 
     def get(self, keys: np.ndarray, default: int = -1) -> np.ndarray:
-        slots = self._find_slots(keys)
-        out = np.full(len(keys), default, dtype=np.int64)
-        hit = slots >= 0
-        out[hit] = self._vals[slots[hit]]
-        return out
+        if len(keys) == 0 or self.size == 0:
+            return np.full(len(keys), default, dtype=np.int64)
+        return kernels.lookup(self._keys, self._vals, np.int64(self._mask), self._shift,
+                              keys.astype(np.int64, copy=False), np.int64(default))
 
     def contains(self, keys: np.ndarray) -> np.ndarray:
         return self._find_slots(keys) >= 0

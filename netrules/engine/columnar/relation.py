@@ -17,10 +17,12 @@ from netrules.engine.columnar import kernels
 from netrules.engine.columnar.hashmap import Int64Map
 from netrules.engine.columnar.keys import Pairs
 
-__all__ = ["Buckets", "Relation", "RowSet", "expand", "grow"]
+__all__ = ["Buckets", "KeyedRows", "Relation", "RowSet", "expand", "grow"]
 
 #: Runs of a multimap merge while the older is at most MERGE times the newer.
 MERGE = 4
+#: Probes of a multimap with more entries than this are sorted first.
+SORTED_PROBES = 1 << 18
 
 
 def grow(obj: object, names: tuple[str, ...], used: int, need: int,
@@ -69,6 +71,32 @@ class RowSet:
         return self.rows[at] == rows
 
 
+class KeyedRows:
+    """A few stored rows of a relation, found by key in a sorted array of their own keys:
+    the suspects a rederivation may revive. A candidate probes this instead of the
+    relation's hash map, whose millions of slots miss the cache on every probe."""
+
+    def __init__(self, rel: Relation, rows: np.ndarray) -> None:
+        self.rel = rel
+        keys = self._keys(rel.cols[rows])
+        order = np.argsort(keys)
+        self.keys, self.rows = keys[order], rows[order]
+
+    def _keys(self, cols: np.ndarray) -> np.ndarray:
+        if self.rel.arity == 0:
+            return np.zeros(len(cols), np.int64)
+        return self.rel.keys(cols, intern=False)
+
+    def find(self, cols: np.ndarray) -> np.ndarray:
+        """Row of each given row of ids, -1 where it is not one of these rows."""
+        if not len(self.keys):
+            return np.full(len(cols), -1, np.int64)
+        k = self._keys(cols)
+        at = np.searchsorted(self.keys, k)
+        at[at == len(self.keys)] = 0
+        return np.where((self.keys[at] == k) & (k >= 0), self.rows[at], -1)
+
+
 class Buckets:
     """A multimap from integer keys (int64, or int32 where the caller appends them so) to
     values below 2**31 (rows, support ids: kept as int32, given back as int64), as a
@@ -110,8 +138,9 @@ class Buckets:
 
     def probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         self.settle()
-        if len(q) > 512:
-            # sorted probes walk each run in order (cache-friendly binary searches)
+        if len(q) > 512 and self.n > SORTED_PROBES:
+            # sorted probes walk each run in order (cache-friendly binary searches); a run
+            # that fits in cache gains nothing from it, and the sort costs a kill step dear
             order = np.argsort(q)
             qi, vals = self._probe(q[order])
             return order[qi], vals
@@ -130,6 +159,17 @@ class Buckets:
         if len(parts) == 1:
             return parts[0]
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    def renumber(self, new: np.ndarray) -> None:
+        """Map every value ``v`` to ``new[v]``, dropping entries where it is -1. Runs stay
+        sorted (a filter keeps a sorted order), so a compaction costs no sort."""
+        def keep(k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            nv = new[v]
+            ok = nv >= 0
+            return k[ok], nv[ok].astype(np.int32)
+        self.runs = [r for r in (keep(k, v) for k, v in self.runs) if len(r[0])]
+        self.pending = [p for p in (keep(k, v) for k, v in self.pending) if len(p[0])]
+        self.n = sum(len(k) for k, _ in self.runs + self.pending)
 
     def nbytes(self) -> int:
         return sum(k.nbytes + v.nbytes for k, v in self.runs + self.pending)

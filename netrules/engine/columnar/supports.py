@@ -182,10 +182,30 @@ class Supports:
     def of(self, head_gid: int) -> np.ndarray:
         return self.of_heads(np.array([head_gid], dtype=np.int64))[1]
 
-    def kill(self, sids: np.ndarray) -> None:
+    def kill(self, sids: np.ndarray) -> np.ndarray:
+        """Kill distinct alive supports; returns their head gids."""
         self.alive[sids] = False
         self.count -= len(sids)
-        self.touched.append(self.heads(sids))
+        heads = self.heads(sids)
+        self.touched.append(heads)
+        return heads
+
+    def drop_heads(self, codes: list[int]) -> None:
+        """Kill every alive support whose head is in one of the relations ``codes``, for a
+        stratum derived afresh: its facts get all their supports again, so the dropped ones
+        are not recorded as ``touched``."""
+        n = self.n
+        if not n:
+            return
+        hc = self.head_code[self.rule[:n]]
+        mine = hc == codes[0] if len(codes) == 1 else np.isin(hc, codes)
+        mine &= self.alive[:n]
+        self.alive[:n][mine] = False
+        self.count -= int(np.count_nonzero(mine))
+        for c in codes:
+            if c in self.first:
+                self.first[c][:] = -1
+        self.compact()  # now, while every entry it renumbers is one it drops
 
     def first_of(self, heads: np.ndarray) -> np.ndarray:
         """Per head gid, its alive support of least id (the one the store shows), or -1."""
@@ -246,6 +266,7 @@ class Supports:
             first[c] = out
         head, rule, body = self.head[keep], self.rule[keep], self.body[keep]
         touched, k, codes = self.touched, self.k, (self.head_code, self.body_code)
+        by_body = self.by_body
         self.__init__(self.width, k)  # type: ignore[misc]
         self.head_code, self.body_code = codes
         self._reserve(len(keep))
@@ -253,6 +274,8 @@ class Supports:
         self.head[ids], self.rule[ids], self.body[ids] = head, rule, body
         self.alive[ids] = True
         self.n = self.count = len(keep)
-        self._index(ids, self.bodies(ids))
+        for b in by_body.values():  # the index keeps its sorted runs, renumbered
+            b.renumber(newid)
+        self.by_body = {c: b for c, b in by_body.items() if b.n}
         self.first = first
         self.touched = touched
