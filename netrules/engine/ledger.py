@@ -14,7 +14,7 @@ Each update carries a stamp, compared as ``(time, arrival, source, seq)``:
   ``(clock, n, "", 0)`` with ``clock`` the latest time seen and ``n`` a counter of plain
   updates, so a later plain update in the stream wins, also over a timed one at the same time.
 
-Ties on the full stamp (one event with two meanings) go to the deletion, then to the smaller
+Ties on the full stamp (one event with two meanings) go to the deletion, then to the larger
 fact by ``sort_key``: corrupt input still gives one answer. An update whose stamp is not
 newer than its register's is *stale*: ``duplicates`` (the same write again) and ``superseded``
 (an older write) count them per batch.
@@ -49,6 +49,46 @@ __all__ = ["BaseLedger", "Update", "Stamp"]
 
 Stamp = tuple[float, int, str, int]
 Update = tuple  # (sign, fact) | (sign, fact, time, seq) | (sign, fact, time, seq, source)
+
+
+class _Tie:
+    """A fact's place among writes whose stamp and sign tie: its ``sort_key``, computed only
+    when a comparison reaches it (a tie is rare; the key was a third of a batch's cost)."""
+
+    __slots__ = ("fact", "_key")
+
+    def __init__(self, fact: Fact) -> None:
+        self.fact = fact
+        self._key: tuple | None = None
+
+    def key(self) -> tuple:
+        if self._key is None:
+            self._key = sort_key((self.fact.relation, self.fact.args))
+        return self._key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Tie) and self.key() == other.key()
+
+    def __lt__(self, other: _Tie) -> bool:
+        return self.key() < other.key()
+
+    def __le__(self, other: _Tie) -> bool:
+        return self.key() <= other.key()
+
+    def __gt__(self, other: _Tie) -> bool:
+        return self.key() > other.key()
+
+    def __ge__(self, other: _Tie) -> bool:
+        return self.key() >= other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    def __getstate__(self) -> Fact:
+        return self.fact
+
+    def __setstate__(self, fact: Fact) -> None:
+        self.fact, self._key = fact, None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +184,7 @@ class BaseLedger:
         else:
             self.arrivals += 1
             stamp = (self.clock, self.arrivals, "", 0)
-        return sign, fact, (stamp, sign == "-", sort_key((fact.relation, fact.args)))
+        return sign, fact, (stamp, sign == "-", _Tie(fact))
 
     def apply(self, batch: Iterable[Update]) -> tuple[set[Fact], set[Fact]]:
         """Apply updates; return the base facts that appeared and that disappeared."""
@@ -211,8 +251,7 @@ class BaseLedger:
         self.regs = {}
         for fj, sign, t, n, src, seq, inserted in snap.get("regs", []):
             f = Fact.from_json(fj)
-            order = ((float(t), int(n), str(src), int(seq)), sign == "-",
-                     sort_key((f.relation, f.args)))
+            order = ((float(t), int(n), str(src), int(seq)), sign == "-", _Tie(f))
             self.regs[self._reg(f)] = _Write(order, sign, f, bool(inserted))
 
     def copy(self) -> BaseLedger:

@@ -179,3 +179,22 @@ def test_balance_view_for_counting_callers() -> None:
     led = BaseLedger()
     led.apply([("+", link("a", "b")), ("-", link("x", "y"))])
     assert led.balance == {link("a", "b"): 1, link("x", "y"): -1}
+
+
+def test_a_tied_stamp_goes_to_the_deletion_then_the_larger_fact() -> None:
+    """One event with two meanings: the same (time, seq, source) on one key. Either order
+    of arrival gives the deletion, and between insertions the larger fact by sort_key."""
+    for batch in ([("+", link("a", "b", 7), 5.0, 1), ("+", link("a", "b", 1), 5.0, 1)],
+                  [("+", link("a", "b", 1), 5.0, 1), ("+", link("a", "b", 7), 5.0, 1)]):
+        for split in (False, True):
+            led = BaseLedger.for_plan(REACH)
+            if split:
+                led.apply(batch[:1])
+                led.apply(batch[1:])
+            else:
+                led.apply(batch)
+            assert led.present() == {link("a", "b", 7)}
+            led.apply([("-", link("a", "b", 9), 5.0, 1)])
+            assert led.present() == set()
+            led.apply([("+", link("a", "b", 0), 5.0, 1)])  # the deletion still wins the tie
+            assert led.present() == set()
