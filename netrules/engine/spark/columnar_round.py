@@ -1,12 +1,12 @@
 """One region's round in columns: the columnar engine over the region's facts and the
 messages that reached it, to a local fixpoint; facts located elsewhere leave as messages.
 
-A round's first batch loads what the region held (it was at its local fixpoint, so this
-derives nothing new; it costs one pass of the joins) and its second the messages, so what the
-second batch adds is exactly what the messages derive: semi-naive from the messages, as the
-per-fact evaluator does, and nothing sent in an earlier round is sent again. A stratum's
-first round is one batch of everything. Rows the round does not change go back out as the
-Arrow rows they came in; only derived facts are encoded, a column at a time.
+A stratum's first round is one batch of everything the region holds. After that the region
+was at its local fixpoint, so what it held is put back as standing facts with no derivation
+(``_restore``: no join runs over them) and the messages are the batch: what the batch adds is
+exactly what the messages derive, semi-naive from them as the per-fact evaluator does, and
+nothing sent in an earlier round is sent again. Rows the round does not change go back out as
+the Arrow rows they came in; only derived facts are encoded, a column at a time.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from netrules.plan import Plan, Stratum
 __all__ = ["ArrowRoundFn", "Locator", "columnar_round_fn"]
 
 ArrowRoundFn = Callable[[pa.Table], pa.Table]
+_NONE = np.empty(0, np.int64)
 
 
 class Locator:
@@ -46,106 +47,112 @@ class Locator:
         return parts[inv]
 
 
-class _Loaded:
-    """The region's decoded rows by relation, and which input rows to keep: a message for a
-    fact already here, or a repeat, is dropped (the held rows come first, so they win)."""
+class _Rows:
+    """Some of a region's rows decoded into the program's ids, grouped by relation."""
 
-    def __init__(self, rp: RegionPlan, prog: ColumnarProgram, table: pa.Table,
-                 rows: np.ndarray, rels: np.ndarray, width: int) -> None:
-        sub = table.take(pa.array(rows))
-        ids = np.stack([ids_of(prog.values, sub, i) for i in range(width)], axis=1)
-        self.by_rel: dict[str, np.ndarray] = {}  # name -> positions into ``rows``
-        for name in np.unique(rels[rows]).tolist():
-            self.by_rel[name] = np.flatnonzero(rels[rows] == name)
-        self.ids, self.rows, self.rp, self.prog = ids, rows, rp, prog
+    def __init__(self, prog: ColumnarProgram, table: pa.Table, rows: np.ndarray,
+                 codes: np.ndarray, names: list[str], width: int) -> None:
+        mask = np.zeros(table.num_rows, dtype=bool)
+        mask[rows] = True
+        sub = table.filter(pa.array(mask))
+        self.rows = rows
+        self.ids = np.stack([ids_of(prog.values, sub, i) for i in range(width)], axis=1)
+        c = codes[rows]
+        order = np.argsort(c, kind="stable")
+        cuts = np.flatnonzero(np.r_[True, c[order][1:] != c[order][:-1], True])
+        self.groups: dict[str, np.ndarray] = {}  # relation -> positions into ``rows``
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+            if a < b:
+                self.groups[names[int(c[order[a]])]] = order[a:b]
+        self.arity = prog.plan.arity
 
-    def cols(self, name: str, which: np.ndarray) -> np.ndarray:
-        arity = self.rp.plan.arity.get(name)
-        if arity is None:  # a relation the stratum neither reads nor derives: a message's
-            arity = int((self.ids[which] >= 0).sum(axis=1).max()) if len(which) else 0
+    def cols(self, name: str) -> np.ndarray:
+        which = self.groups[name]
+        arity = self.arity.get(name)
+        if arity is None:  # a message of a relation the stratum neither reads nor derives
+            arity = int((self.ids[which] >= 0).sum(axis=1).max())
         return self.ids[which, :arity]
 
-    def batch(self, new: np.ndarray) -> dict[str, np.ndarray]:
-        """The rows with ``new`` as ``new_mask`` says, by the relation they load into."""
-        out = {}
-        for name, which in self.by_rel.items():
-            sel = which[new[self.rows[which]]]
-            if len(sel):
-                out[self.rp.inputs.get(name, name)] = self.cols(name, sel)
-        return out
 
-    def kept(self, new: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """(table rows to keep, per relation the program rows its input facts hold)."""
-        keep, held = [], {}
-        for name, which in self.by_rel.items():
-            target = self.rp.inputs.get(name, name)
-            order = which[np.argsort(new[self.rows[which]], kind="stable")]  # held first
-            prow = self.prog.rels[target].find(self.cols(name, order))
-            _, first = np.unique(prow, return_index=True)
-            keep.append(self.rows[order[first]])
-            if name in self.rp.inputs:
-                held[name] = self.prog.rels[name].find(self.cols(name, order[first]))
-        return (np.sort(np.concatenate(keep)) if keep else np.empty(0, np.int64)), held
+def _restore(prog: ColumnarProgram, rows: _Rows) -> None:
+    """Put back facts the region held, alive and with no derivation: they were a local
+    fixpoint, so nothing needs deriving from them alone (nor may: that is a whole join)."""
+    for name in rows.groups:
+        cols = rows.cols(name)
+        rel = prog.relation(name, cols.shape[1])
+        got = np.zeros(rel.n + len(cols), dtype=bool)
+        got[rel.rows_for(cols)] = True
+        rel.set_alive(np.flatnonzero(got[:rel.n] & ~rel.alive[:rel.n]))
 
 
-def _derived(rp: RegionPlan, prog: ColumnarProgram, held: dict[str, np.ndarray],
-             added: dict[str, tuple[np.ndarray, np.ndarray]] | None
-             ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per derived relation: (rows held nowhere yet: all of them, new here; rows the
-    messages derived: ``added``, or every row in a first round)."""
-    out = {}
-    for name in [*rp.inputs, *sorted(rp.aggregated)]:
+def _kept(prog: ColumnarProgram, batch: _Rows, added: dict[str, np.ndarray]
+          ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """The batch's rows whose fact the batch made (a repeat, or a message for a fact already
+    here, is dropped), and per relation the program rows they hold."""
+    keep, held = [], {}
+    for name in batch.groups:
         rel = prog.rels[name]
-        alive = rel.alive_rows()
-        fresh = alive
-        if name in held and len(held[name]):
-            mask = np.zeros(rel.n, dtype=bool)
-            h = held[name]
-            mask[h[h >= 0]] = True
-            fresh = alive[~mask[alive]]
-        sent = alive if added is None else added.get(name, (np.empty(0, np.int64),))[0]
-        out[name] = (fresh, sent)
-    return out
+        prow = rel.find(batch.cols(name))
+        new = np.zeros(rel.n + 1, dtype=bool)
+        new[added.get(name, _NONE)] = True
+        fresh = np.flatnonzero(new[prow])
+        _, first = np.unique(prow[fresh], return_index=True)
+        sel = fresh[first]
+        keep.append(batch.rows[batch.groups[name][sel]])
+        held[name] = prow[sel]
+    return keep, held
 
 
 def columnar_round_fn(rp: RegionPlan, stratum: Stratum, locate: Locator, first: bool,
                       width: int) -> ArrowRoundFn:
     needs_body = all(r.atoms() for r in stratum.rules)
     reads = pa.array(sorted(rp.reads), pa.string())
+    emitted = [*rp.inputs, *sorted(rp.aggregated)]
 
     def run(table: pa.Table) -> pa.Table:
         if not table.num_rows:
             return table
-        new = table.column("new").to_numpy()
-        rel_col = table.column("rel")
+        new = table.column("new").to_numpy(zero_copy_only=False)
+        rel_col = table.column("rel").combine_chunks()
         if not new.any():
             if not first:
                 return table  # no message came: still at the local fixpoint it reached
             if needs_body and not pc.any(pc.is_in(rel_col, reads)).as_py():
                 return table  # no fact any rule reads is here: nothing to derive
         me = int(table.column("part")[0].as_py())
-        rels = rel_col.to_numpy(zero_copy_only=False)
-        used = np.isin(rels, list(rp.reads | set(rels[new])))
+        d = pc.dictionary_encode(rel_col)
+        names = d.dictionary.to_pylist()
+        codes = d.indices.to_numpy()
+        wanted = np.array([n in rp.reads for n in names], dtype=bool)
+        wanted[np.unique(codes[new])] = True
+        used = wanted[codes]
         prog = ColumnarProgram(rp.plan)
-        loaded = _Loaded(rp, prog, table, np.flatnonzero(used), rels, width)
-        added = None
-        if first:
-            prog.apply(loaded.batch(np.ones(len(new), dtype=bool)), {})
-        else:
-            prog.apply(loaded.batch(~new), {})
-            added = prog.apply(loaded.batch(new), {})
-        keep, held = loaded.kept(new)
-        keep = np.sort(np.concatenate([keep, np.flatnonzero(~used)]))
-        pieces = [table.take(pa.array(keep)).set_column(
-            2, "new", pa.array(np.zeros(len(keep), dtype=bool)))]
-        for name, (fresh, sent) in _derived(rp, prog, held, added).items():
+        go = used if first else new
+        if not first:
+            _restore(prog, _Rows(prog, table, np.flatnonzero(used & ~new), codes, names,
+                                 width))
+        batch = _Rows(prog, table, np.flatnonzero(go), codes, names, width)
+        loads: dict[str, np.ndarray] = {}
+        for name in batch.groups:
+            loads[rp.inputs.get(name, name)] = batch.cols(name)
+        changes = prog.apply(loads, {})
+        added = {n: a for n, (a, _) in changes.items()}
+        keep, held = _kept(prog, batch, added)
+        kept = ~go
+        for rows in keep:
+            kept[rows] = True
+        pieces = [table.filter(pa.array(kept)).set_column(
+            2, "new", pa.array(np.zeros(int(kept.sum()), dtype=bool)))]
+        for name in emitted:
             rel = prog.rels[name]
-            for rows, is_new in ((fresh, False), (sent, True)):
-                if not len(rows):
-                    continue
-                ids = rel.cols[rows].astype(np.int64)
-                dest = locate.parts(prog.values, name, ids)
-                sel = (dest == me) if not is_new else (dest != me)
+            fresh = added.get(name, _NONE)
+            if name in held and len(fresh):
+                fresh = fresh[~np.isin(fresh, held[name])]
+            if not len(fresh):
+                continue
+            ids = rel.cols[fresh].astype(np.int64)
+            dest = locate.parts(prog.values, name, ids)
+            for is_new, sel in ((False, dest == me), (True, dest != me)):
                 if sel.any():
                     pieces.append(table_of(prog.values, dest[sel], name, is_new, ids[sel],
                                            width))
