@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from netrules.engine.columnar import kernels
 from netrules.engine.columnar.values import CELLS, SMALL, Values
-from netrules.facts import value_from_json
+from netrules.facts import value_from_json, value_to_json
 
 __all__ = ["KINDS", "schema", "arrow_schema", "ids_of", "arity_of", "table_of", "empty", "distinct",
            "tuples_of", "table_of_tuples"]
@@ -243,40 +243,63 @@ def table_of(values: Values, part: np.ndarray, rel: str | Sequence[str], new: bo
     return pa.Table.from_arrays(cols, schema=arrow_schema(width))
 
 
-# -- the edges: Python tuples ------------------------------------------------------------------
+# -- the edges: Python tuples ----------------------------------------------------------------
 def tuples_of(table: pa.Table, width: int) -> list[tuple]:
     """Each row's arguments as a tuple of values (the driver's and the per-fact fallback's
-    form)."""
-    values = Values()
-    ids = np.stack([ids_of(values, table, i) for i in range(width)], axis=1) if width else \
-        np.zeros((table.num_rows, 0), np.int64)
-    arity = (ids >= 0).sum(axis=1)
-    out: list[tuple] = [()] * table.num_rows
-    for a in np.unique(arity).tolist():
-        rows = np.flatnonzero(arity == a)
-        for r, t in zip(rows.tolist(), values.decode_rows(ids[rows, :a]), strict=True):
-            out[r] = t
+    form): Arrow builds the Python values, a column at a time."""
+    n = table.num_rows
+    per_pos = []
+    for i in range(width):
+        got: list = [None] * n
+        for k, _, _ in KINDS:
+            col = table.column(f"{k}{i}")
+            if col.null_count == len(col):
+                continue
+            for r, v in enumerate(col.to_pylist()):
+                if v is not None:
+                    got[r] = (tuple(v) if k == "l" else
+                              value_from_json(json.loads(v)) if k == "j" else v)
+        per_pos.append(got)
+    out = []
+    for row in zip(*per_pos, strict=True) if per_pos else [()] * n:
+        k = len(row)
+        while k and row[k - 1] is None:
+            k -= 1
+        out.append(tuple(row[:k]))
     return out
+
+
+def _kind(v: object) -> int:
+    """Which of ``KINDS`` holds a value given as Python (bools and integral floats are ints,
+    as ``Values`` has them)."""
+    t = type(v)
+    if t is str:
+        return 0
+    if t is bool or (t is int and -_INT64 <= v < _INT64) or \
+            (t is float and v.is_integer() and -_INT64 <= v < _INT64):  # type: ignore[attr-defined]
+        return 1
+    if t is tuple and all(type(x) is str for x in v):  # type: ignore[attr-defined]
+        return 2
+    return 3
 
 
 def table_of_tuples(parts: Sequence[int], rels: Sequence[str], args: Sequence[tuple],
                     news: Sequence[bool], width: int) -> pa.Table:
-    """Facts given as Python values, as a facts table (rows grouped by arity)."""
-    values = Values()
-    arity = np.fromiter(map(len, args), dtype=np.int64, count=len(args))
-    part = np.asarray(parts, dtype=np.int32)
-    new = np.asarray(news, dtype=bool)
-    pieces = [empty(width)]
-    for a in np.unique(arity).tolist():
-        rows = np.flatnonzero(arity == a)
-        ids = values.encode_rows([args[r] for r in rows.tolist()], a)
-        for flag in (False, True):
-            sel = rows[new[rows] == flag]
-            if len(sel):
-                pos = np.searchsorted(rows, sel)
-                pieces.append(table_of(values, part[sel], [rels[r] for r in sel.tolist()],
-                                       flag, ids[pos], width))
-    return pa.concat_tables(pieces)
+    """Facts given as Python values, as a facts table."""
+    n = len(args)
+    cols: list[pa.Array] = [pa.array(np.asarray(parts, dtype=np.int32)),
+                            pa.array(list(rels), pa.string()),
+                            pa.array(np.asarray(news, dtype=bool))]
+    for i in range(width):
+        slots: list[list] = [[None] * n for _ in KINDS]
+        for r, a in enumerate(args):
+            if i < len(a):
+                v = a[i]
+                k = _kind(v)
+                slots[k][r] = (v if k == 0 else int(v) if k == 1 else list(v) if k == 2
+                               else json.dumps(value_to_json(v), separators=(",", ":")))
+        cols += [pa.array(vals, t) for vals, (_, t, _) in zip(slots, KINDS, strict=True)]
+    return pa.Table.from_arrays(cols, schema=arrow_schema(width))
 
 
 def distinct(table: pa.Table, width: int) -> pa.Table:

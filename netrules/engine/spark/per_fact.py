@@ -33,8 +33,19 @@ def in_columns(fn: Callable[[pd.DataFrame], pd.DataFrame], width: int
         out = fn(pdf)
         if out is pdf:
             return table
-        return table_of_tuples(out["part"].to_numpy(dtype=np.int32), out["rel"].tolist(),
-                               decode_many(out["args"].tolist()),
-                               out["new"].to_numpy(dtype=bool), width)
+        # rows handed back as they came are taken from the table; only new text is decoded
+        keys = pdf["rel"] + "\x00" + pdf["args"]
+        once = np.flatnonzero(~keys.duplicated().to_numpy())
+        got = pd.Index(keys.iloc[once]).get_indexer(out["rel"] + "\x00" + out["args"])
+        pos = np.where(got >= 0, once[got], -1)
+        part = out["part"].to_numpy(dtype=np.int32)
+        new = out["new"].to_numpy(dtype=bool)
+        old = np.flatnonzero(pos >= 0)
+        same = table.take(pa.array(pos[old])).set_column(0, "part", pa.array(part[old]))
+        fresh = np.flatnonzero(pos < 0)
+        made = table_of_tuples(part[fresh], out["rel"].to_numpy(dtype=object)[fresh].tolist(),
+                               decode_many(out["args"].to_numpy(dtype=object)[fresh].tolist()),
+                               new[fresh], width)
+        return pa.concat_tables([same.set_column(2, "new", pa.array(new[old])), made])
 
     return run
