@@ -46,6 +46,14 @@ class Locator:
                             count=len(uniq))
         return parts[inv]
 
+    def here(self, values: Values, ids: np.ndarray, me: int) -> np.ndarray:
+        """The distinct values among ``ids`` (-1: none) that region ``me`` holds."""
+        uniq = np.unique(ids[ids >= 0])
+        of = self.pmap.of
+        mine = np.fromiter((of(v) == me for v in values.decode_column(uniq)), dtype=bool,
+                           count=len(uniq))
+        return uniq[mine]
+
 
 class _Rows:
     """Some of a region's rows decoded into the program's ids, grouped by relation."""
@@ -59,7 +67,8 @@ class _Rows:
         self.ids = np.stack([ids_of(prog.values, sub, i) for i in range(width)], axis=1)
         c = codes[rows]
         order = np.argsort(c, kind="stable")
-        cuts = np.flatnonzero(np.r_[True, c[order][1:] != c[order][:-1], True])
+        cuts = np.flatnonzero(np.r_[True, c[order][1:] != c[order][:-1], True]) if len(c) \
+            else np.zeros(1, np.int64)
         self.groups: dict[str, np.ndarray] = {}  # relation -> positions into ``rows``
         for a, b in zip(cuts[:-1], cuts[1:], strict=True):
             if a < b:

@@ -22,7 +22,7 @@ from netrules.lang import ast
 from netrules.plan import Plan, Stratum
 from netrules.plan.stratify import stratify
 
-__all__ = ["IN", "RegionPlan", "region_plan"]
+__all__ = ["IN", "HERE", "OUT", "RegionPlan", "region_plan", "IteratedPlan", "iterated_plan"]
 
 IN = "#in:"
 
@@ -66,3 +66,61 @@ def region_plan(plan: Plan, stratum: Stratum, first: bool) -> RegionPlan | str:
     except EngineError as err:
         return str(err)
     return RegionPlan(sub, {n: IN + n for n in plain}, aggregated, reads | stratum.relations)
+
+
+HERE, OUT = "#here", "#out:"
+
+
+@dataclass(frozen=True)
+class IteratedPlan:
+    """A region's plan for recursion through an aggregate (``spark/columnar_iterated.py``):
+    each plain rule derives only heads located here (a ``#here`` atom on the head's location,
+    filled with the region's nodes), other regions' facts come in through ``#in:R``, and
+    ``#out:R`` is one more application of each plain rule over the fixpoint, unfiltered: the
+    heads it locates elsewhere are this region's contributions to theirs."""
+
+    plan: Plan
+    inputs: dict[str, str]
+    outs: dict[str, str]
+    """``#out:R`` -> R"""
+
+
+def _bound_below(rule: ast.Rule, stratum: Stratum) -> bool:
+    """Is the head's location a variable some positive atom below the stratum binds? Then
+    its values are among the region's lower facts, which is where ``#here`` comes from."""
+    loc = rule.head.location_term
+    return isinstance(loc, ast.Var) and any(
+        a.relation not in stratum.relations and loc in a.args for a in rule.atoms())
+
+
+def iterated_plan(plan: Plan, stratum: Stratum) -> IteratedPlan | str:
+    """The plan, or why this iterated stratum runs per fact."""
+    plain = [r for r in stratum.rules if not r.head.aggregate()]
+    if read_relations(stratum.rules) is None:
+        return "a path atom is left in the stratum"
+    bad = [r for r in plain if not _bound_below(r, stratum)]
+    if bad:
+        return f"`{bad[0]}`: its head's location is not bound by a relation below the stratum"
+    heads = sorted({r.head.relation for r in plain})
+    rules = [r for r in stratum.rules if r.head.aggregate()]
+    for r in plain:
+        loc = r.head.location_term
+        here = ast.Atom(HERE, (loc,), 0)
+        at = next(i for i, b in enumerate(r.body) if isinstance(b, ast.Atom)
+                  and b.relation not in stratum.relations and loc in b.args)
+        rules.append(replace(r, body=(*r.body[:at + 1], here, *r.body[at + 1:])))
+        rules.append(replace(r, head=replace(r.head, relation=OUT + r.head.relation),
+                             label=f"out:{r.label or r.head.relation}"))
+    rules += [_copy_rule(n, plan.arity[n], plan.locspec.get(n, 0)) for n in heads]
+    arity = {**plan.arity, HERE: 1, **{IN + n: plan.arity[n] for n in heads},
+             **{OUT + n: plan.arity[n] for n in heads}}
+    sub = replace(plan, rules=tuple(rules), strata=tuple(stratify(tuple(rules))),
+                  aux=frozenset(), arity=arity, reactive=(), triggered=())
+    why = unsupported(sub)
+    if why:
+        return why
+    try:
+        ColumnarProgram(sub)
+    except EngineError as err:
+        return str(err)
+    return IteratedPlan(sub, {n: IN + n for n in heads}, {OUT + n: n for n in heads})
