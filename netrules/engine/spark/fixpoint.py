@@ -1,20 +1,24 @@
 """From-scratch evaluation on Spark with many hops per job.
 
-Facts live in one DataFrame ``(part, rel, args, new)`` where ``part`` is the partition of the
-fact's location (PartitionMap). One *round* is one ``groupBy(part).applyInPandas`` job: each
-partition loads its facts, runs the stratum's localized rules to a local fixpoint with the
-reference evaluator's own matcher, keeps facts located in its region and emits the rest as
-messages (``new = true``, ``part`` = destination). Strata run in order, each until no message
-is in flight, so negation and aggregates read complete lower strata. A naive round-per-hop loop
-needs as many rounds as the network has hops; here a round crosses a region boundary.
+Facts live in one frame partitioned by region (``part``, the region of the fact's location:
+PartitionMap). One *round* is one ``groupBy(part).applyInArrow`` job: each region runs the
+stratum's localized rules to a local fixpoint, keeps facts located in its region and emits the
+rest as messages (``new = true``, ``part`` = destination). Strata run in order, each until no
+message is in flight, so negation and aggregates read complete lower strata. A naive
+round-per-hop loop needs as many rounds as the network has hops; here a round crosses a region
+boundary.
+
+Regions run the columnar engine and exchange facts as Arrow columns packed into one Spark row
+per region and destination (``columnar_round.py``, ``columnar_iterated.py``, ``columns.py``,
+``packed.py``; docs/engine.md, "From scratch in columns"). The per-fact rounds below
+(``_round_fn``, ``iterated.py``: the reference evaluator's matcher over JSON arguments) are the
+fallback for a stratum the columnar engine cannot run on Spark, through ``per_fact.py``.
 
 A round costs one Spark job: its output is checkpointed lazily and the count of messages in
 flight fills the checkpoint, so the next round reads it and the lineage never grows. A region
-decodes only the facts of relations the stratum reads or derives and hands every fact it
-already had back as the text it came in; only derived facts are encoded. A region no message
-reached is at its local fixpoint already and returns its rows untouched. A non-recursive
-stratum's messages are taken in by the next stratum's first round, and each region is steered
-to a task of its own (``region_key``).
+no message reached is at its local fixpoint already and returns its rows untouched. A
+non-recursive stratum's messages are taken in by the next stratum's first round, and each
+region is steered to a task of its own (``region_key``).
 
 Aggregates are computed where their body is; a rule whose aggregate head is located elsewhere
 than its body would need a shuffle of partial groups and is refused with a clear error.
