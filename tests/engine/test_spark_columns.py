@@ -191,3 +191,19 @@ def test_every_shipped_program_runs_in_columns(name: str) -> None:
     got, stats = in_process(plan, facts, 3)
     assert stats.per_fact == {}
     assert got == _want(plan, facts)
+
+
+def test_a_stratum_the_columns_cannot_run_falls_back_per_fact() -> None:
+    """A relation derived by an aggregate rule and another (the columnar engine keeps an
+    aggregate relation to one rule) runs per fact, through the same frame, and says so."""
+    plan = plan_program(parse_program("""
+        a1 deg(@S, a_COUNT<*>) :- link(@S,D,C).
+        a2 deg(@S, C) :- link(@S,D,C), C > 2.
+        a3 big(@D, N) :- link(@S,D,C), deg(@S,N)."""))
+    rng = random.Random(2)
+    links = sorted({Fact("link", (f"n{rng.randrange(8)}", f"n{rng.randrange(8)}",
+                                  rng.randint(1, 4))) for _ in range(20)}, key=Fact.key)
+    got, stats = in_process(plan, links, 3)
+    deg = next(s.index for s in plan.strata if "deg" in s.relations)
+    assert "aggregate" in stats.per_fact[deg] and len(stats.per_fact) == 1
+    assert got == _want(plan, links)
