@@ -24,7 +24,7 @@ from netrules.engine.columnar import kernels
 from netrules.engine.columnar.values import CELLS, SMALL, Values
 from netrules.facts import value_from_json, value_to_json
 
-__all__ = ["KINDS", "schema", "arrow_schema", "ids_of", "arity_of", "table_of", "empty", "distinct",
+__all__ = ["KINDS", "schema", "arrow_schema", "ids_of", "table_of", "empty", "distinct",
            "tuples_of", "table_of_tuples"]
 
 #: The typed columns of one argument position, by prefix.
@@ -114,17 +114,6 @@ def ids_of(values: Values, table: pa.Table, i: int) -> np.ndarray:
             continue
         valid, ids = _READERS[k](values, col.combine_chunks())
         out[valid] = ids
-    return out
-
-
-def arity_of(table: pa.Table, width: int) -> np.ndarray:
-    """Each row's number of arguments: its set positions (they are the leading ones)."""
-    out = np.zeros(table.num_rows, dtype=np.int64)
-    for i in range(width):
-        for k, _, _ in KINDS:
-            col = table.column(f"{k}{i}")
-            if col.null_count < len(col):
-                out += _valid(col.combine_chunks())
     return out
 
 
