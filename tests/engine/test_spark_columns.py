@@ -91,7 +91,7 @@ def in_process(plan, facts: list[Fact], parts: int) -> tuple[set, SparkRunStats]
     each region's group handed to the function in turn."""
     facts = list(dict.fromkeys([*plan.program.facts, *facts]))
     pmap = PartitionMap.from_facts(facts, parts)
-    width, stats = frame_width(plan), SparkRunStats()
+    width, stats = frame_width(plan, facts), SparkRunStats()
     state = packed_table(_facts_table(plan, facts, pmap, width))
 
     def by_region(fn) -> pa.Table:
@@ -207,3 +207,12 @@ def test_a_stratum_the_columns_cannot_run_falls_back_per_fact() -> None:
     deg = next(s.index for s in plan.strata if "deg" in s.relations)
     assert "aggregate" in stats.per_fact[deg] and len(stats.per_fact) == 1
     assert got == _want(plan, links)
+
+
+def test_facts_of_a_relation_the_program_never_mentions_pass_through() -> None:
+    plan = plan_program(programs.load("reachability"))
+    links = [Fact("link", ("a", "b", 1)), Fact("link", ("b", "c", 1))]
+    extra = [Fact("note", ("a", "x", 1, 2, ("p", "q"))), Fact("note", ("c", "y", 3, 4, ()))]
+    got, stats = in_process(plan, links + extra, 2)
+    assert stats.per_fact == {}
+    assert got == _want(plan, links) | {(f.relation, f.args) for f in extra}

@@ -302,9 +302,10 @@ def _body_rels(rules: Iterable[ast.Rule]) -> set[str]:
     return {a.relation for r in rules for a in r.atoms()}
 
 
-def frame_width(plan: Plan) -> int:
-    """Argument positions the columns frame carries: the widest relation's."""
-    return max([1, *plan.arity.values()])
+def frame_width(plan: Plan, facts: Iterable[Fact] = ()) -> int:
+    """Argument positions the columns frame carries: the widest relation's, the program's or
+    a given fact's (a relation the program never mentions is carried as it is)."""
+    return max([1, *plan.arity.values(), *(len(f.args) for f in facts)])
 
 
 def _facts_table(plan: Plan, facts: list[Fact], pmap: PartitionMap, width: int):
@@ -321,8 +322,9 @@ def facts_frame(spark: SparkSession, plan: Plan, facts: Iterable[Fact], pmap: Pa
     """The facts as the columns frame (``spark/columns.py``), a row per fact."""
     from netrules.engine.spark.columns import schema
 
-    width = frame_width(plan)
-    return spark.createDataFrame(_facts_table(plan, list(facts), pmap, width), schema(width))
+    facts = list(facts)
+    width = frame_width(plan, facts)
+    return spark.createDataFrame(_facts_table(plan, facts, pmap, width), schema(width))
 
 
 def frame_facts(df: DataFrame, plan: Plan) -> Iterator[Fact]:
@@ -424,7 +426,7 @@ def spark_evaluate(spark: SparkSession, plan: Plan, facts: Iterable[Fact], *,
     facts = list(dict.fromkeys([*plan.program.facts, *facts]))  # one row per fact
     pmap = pmap or PartitionMap.from_facts(facts, parts)
     stats = SparkRunStats()
-    width = frame_width(plan)
+    width = frame_width(plan, facts)
     key = region_key(pmap.parts, int(spark.conf.get("spark.sql.shuffle.partitions")),
                      spark.sparkContext.defaultParallelism)
     with count_jobs(spark) as jobs:
