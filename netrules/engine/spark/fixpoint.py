@@ -1,20 +1,24 @@
 """From-scratch evaluation on Spark with many hops per job.
 
-Facts live in one DataFrame ``(part, rel, args, new)`` where ``part`` is the partition of the
-fact's location (PartitionMap). One *round* is one ``groupBy(part).applyInPandas`` job: each
-partition loads its facts, runs the stratum's localized rules to a local fixpoint with the
-reference evaluator's own matcher, keeps facts located in its region and emits the rest as
-messages (``new = true``, ``part`` = destination). Strata run in order, each until no message
-is in flight, so negation and aggregates read complete lower strata. A naive round-per-hop loop
-needs as many rounds as the network has hops; here a round crosses a region boundary.
+Facts live in one frame partitioned by region (``part``, the region of the fact's location:
+PartitionMap). One *round* is one ``groupBy(part).applyInArrow`` job: each region runs the
+stratum's localized rules to a local fixpoint, keeps facts located in its region and emits the
+rest as messages (``new = true``, ``part`` = destination). Strata run in order, each until no
+message is in flight, so negation and aggregates read complete lower strata. A naive
+round-per-hop loop needs as many rounds as the network has hops; here a round crosses a region
+boundary.
+
+Regions run the columnar engine and exchange facts as Arrow columns packed into one Spark row
+per region and destination (``columnar_round.py``, ``columnar_iterated.py``, ``columns.py``,
+``packed.py``; docs/engine.md, "From scratch in columns"). The per-fact rounds below
+(``_round_fn``, ``iterated.py``: the reference evaluator's matcher over JSON arguments) are the
+fallback for a stratum the columnar engine cannot run on Spark, through ``per_fact.py``.
 
 A round costs one Spark job: its output is checkpointed lazily and the count of messages in
 flight fills the checkpoint, so the next round reads it and the lineage never grows. A region
-decodes only the facts of relations the stratum reads or derives and hands every fact it
-already had back as the text it came in; only derived facts are encoded. A region no message
-reached is at its local fixpoint already and returns its rows untouched. A non-recursive
-stratum's messages are taken in by the next stratum's first round, and each region is steered
-to a task of its own (``region_key``).
+no message reached is at its local fixpoint already and returns its rows untouched. A
+non-recursive stratum's messages are taken in by the next stratum's first round, and each
+region is steered to a task of its own (``region_key``).
 
 Aggregates are computed where their body is; a rule whose aggregate head is located elsewhere
 than its body would need a shuffle of partial groups and is refused with a clear error.
@@ -25,7 +29,7 @@ from __future__ import annotations
 import gc
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce, wraps
 from itertools import count
 
@@ -44,7 +48,7 @@ from netrules.lang import ast
 from netrules.plan import Plan, Stratum
 
 __all__ = ["SCHEMA", "spark_evaluate", "SparkRunStats", "encode_args", "encode_many",
-           "decode_args", "decode_many", "facts_frame", "frame_facts"]
+           "decode_args", "decode_many", "facts_frame", "frame_facts", "frame_width"]
 
 SCHEMA = "part int, rel string, args string, new boolean"
 
@@ -119,6 +123,8 @@ class SparkRunStats:
     rounds: int = 0
     spark_jobs: int = 0
     messages: int = 0
+    per_fact: dict[int, str] = field(default_factory=dict)
+    """strata run by the per-fact evaluator, and why (the others run in columns)"""
 
 
 def check_spark_plan(plan: Plan) -> None:
@@ -296,18 +302,44 @@ def _body_rels(rules: Iterable[ast.Rule]) -> set[str]:
     return {a.relation for r in rules for a in r.atoms()}
 
 
+def frame_width(plan: Plan, facts: Iterable[Fact] = ()) -> int:
+    """Argument positions the columns frame carries: the widest relation's, the program's or
+    a given fact's (a relation the program never mentions is carried as it is)."""
+    return max([1, *plan.arity.values(), *(len(f.args) for f in facts)])
+
+
+def _facts_table(plan: Plan, facts: list[Fact], pmap: PartitionMap, width: int):
+    from netrules.engine.spark.columns import table_of_tuples
+
+    part_of = locator(plan, pmap)
+    return table_of_tuples([part_of(f.relation, f.args) for f in facts],
+                           [f.relation for f in facts], [f.args for f in facts],
+                           [False] * len(facts), width)
+
+
 def facts_frame(spark: SparkSession, plan: Plan, facts: Iterable[Fact], pmap: PartitionMap
                 ) -> DataFrame:
-    part_of = locator(plan, pmap)
-    rows = [(part_of(f.relation, f.args), f.relation, encode_args(f.args), False)
-            for f in facts]
-    return spark.createDataFrame(rows, SCHEMA)
+    """The facts as the columns frame (``spark/columns.py``), a row per fact."""
+    from netrules.engine.spark.columns import schema
+
+    facts = list(facts)
+    width = frame_width(plan, facts)
+    return spark.createDataFrame(_facts_table(plan, facts, pmap, width), schema(width))
 
 
 def frame_facts(df: DataFrame, plan: Plan) -> Iterator[Fact]:
-    """Stream a facts frame to the driver partition by partition (tests and small outputs)."""
-    for r in df.select("rel", "args").toLocalIterator():
-        yield Fact(r["rel"], decode_args(r["args"]), plan.locspec.get(r["rel"], 0))
+    """The facts of a frame, columns or JSON (tests and small outputs: collected whole)."""
+    if "args" in df.columns:
+        for r in df.select("rel", "args").toLocalIterator():
+            yield Fact(r["rel"], decode_args(r["args"]), plan.locspec.get(r["rel"], 0))
+        return
+    from netrules.engine.spark.columns import tuples_of
+
+    table = df.toArrow()
+    width = sum(1 for c in df.columns if c.startswith("s") and c[1:].isdigit())
+    rels = table.column("rel").to_pylist()
+    for rel, args in zip(rels, tuples_of(table, width), strict=True):
+        yield Fact(rel, args, plan.locspec.get(rel, 0))
 
 
 _MASK = 0xFFFFFFFF
@@ -356,22 +388,49 @@ def _absorbed(stratum: Stratum, after: Stratum | None) -> bool:
     return not stratum.recursive and after is not None
 
 
+def _stratum_round(plan: Plan, stratum: Stratum, pmap: PartitionMap, first: bool,
+                   width: int, stats: SparkRunStats) -> Callable:
+    """The round's function over a region's Arrow rows: the columnar engine when it runs the
+    stratum, else the per-fact evaluator through the JSON form (the reason kept in
+    ``stats.per_fact``)."""
+    from netrules.engine.spark.columnar_iterated import iterated_columns_fn
+    from netrules.engine.spark.columnar_round import Locator, columnar_round_fn
+    from netrules.engine.spark.iterated import iterated_round_fn
+    from netrules.engine.spark.per_fact import in_columns
+    from netrules.engine.spark.region_plan import iterated_plan, region_plan
+
+    if stratum.iterated:
+        ip = iterated_plan(plan, stratum)
+        if not isinstance(ip, str):
+            return iterated_columns_fn(ip, stratum, Locator(plan, pmap), first, width)
+        rp: object = ip
+    else:
+        rp = region_plan(plan, stratum, first)
+        if not isinstance(rp, str):
+            return columnar_round_fn(rp, stratum, Locator(plan, pmap), first, width)
+    stats.per_fact.setdefault(stratum.index, rp)
+    fn = (iterated_round_fn(stratum, locator(plan, pmap), first) if stratum.iterated
+          else _round_fn(plan, stratum, pmap, first))
+    return in_columns(_gc_paused(fn), width)
+
+
 def spark_evaluate(spark: SparkSession, plan: Plan, facts: Iterable[Fact], *,
                    parts: int = 4, pmap: PartitionMap | None = None,
                    max_rounds: int = 10_000) -> tuple[DataFrame, SparkRunStats]:
-    """Every fact of the least model, as a DataFrame over the last round's checkpoint, and
-    what it cost."""
-    # iterated builds on this module's codec, so it is imported when used
-    from netrules.engine.spark.iterated import finish, iterated_round_fn
+    """Every fact of the least model, as a columns frame (``spark/columns.py``) over the last
+    round's checkpoint, and what it cost."""
+    from netrules.engine.spark.iterated import finish_facts
+    from netrules.engine.spark.packed import PACKED, packed_frame, packed_round, unpacked
 
     check_spark_plan(plan)
     facts = list(dict.fromkeys([*plan.program.facts, *facts]))  # one row per fact
     pmap = pmap or PartitionMap.from_facts(facts, parts)
     stats = SparkRunStats()
+    width = frame_width(plan, facts)
     key = region_key(pmap.parts, int(spark.conf.get("spark.sql.shuffle.partitions")),
                      spark.sparkContext.defaultParallelism)
     with count_jobs(spark) as jobs:
-        state = facts_frame(spark, plan, facts, pmap)
+        state = packed_frame(spark, _facts_table(plan, facts, pmap, width))
         for k, stratum in enumerate(plan.strata):
             after = plan.strata[k + 1] if k + 1 < len(plan.strata) else None
             first = True
@@ -379,16 +438,18 @@ def spark_evaluate(spark: SparkSession, plan: Plan, facts: Iterable[Fact], *,
                 stats.rounds += 1
                 if stats.rounds > max_rounds:
                     raise EngineError(f"no fixpoint after {max_rounds} rounds")
-                fn = (iterated_round_fn(stratum, locator(plan, pmap), first)
-                      if stratum.iterated else _round_fn(plan, stratum, pmap, first))
-                out = state.groupBy(key, "part").applyInPandas(_gc_paused(fn), SCHEMA)
+                fn = packed_round(_stratum_round(plan, stratum, pmap, first, width, stats),
+                                  width)
+                out = state.groupBy(key, "part").applyInArrow(fn, PACKED)
                 out = out.localCheckpoint(eager=False)
-                pending = out.filter("new").count()  # the round's one job fills the checkpoint
+                # the round's one job fills the checkpoint
+                pending = out.filter("new").agg(F.sum("n")).collect()[0][0] or 0
                 stats.messages += pending
                 state, first = out, False
                 if pending == 0 or _absorbed(stratum, after):
                     break
             if stratum.iterated:
-                state = finish(state)
+                done = packed_round(lambda t: finish_facts(t, width), width)
+                state = state.groupBy(key, "part").applyInArrow(done, PACKED)
     stats.spark_jobs = jobs.jobs
-    return state, stats
+    return unpacked(state, width), stats

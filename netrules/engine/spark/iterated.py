@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -41,7 +43,7 @@ from netrules.engine.spark.fixpoint import (
 from netrules.engine.views import Union
 from netrules.plan import Stratum
 
-__all__ = ["iterated_round_fn", "finish"]
+__all__ = ["iterated_round_fn", "finish", "finish_facts"]
 
 _CONTRIB, _SENT = "#c:", "#s:"
 
@@ -195,9 +197,21 @@ def iterated_round_fn(stratum: Stratum, part_of: Callable[[str, tuple], int], fi
     return run
 
 
+def finish_facts(table: pa.Table, width: int) -> pa.Table:
+    """``finish`` over one region's facts in columns."""
+    from netrules.engine.spark.columns import distinct
+
+    rel = table.column("rel")
+    kept = table.filter(pc.invert(pc.or_(pc.starts_with(rel, _SENT),
+                                          pc.match_substring_regex(rel, "^#c:[0-9]+:$"))))
+    plain = kept.set_column(1, "rel", pc.replace_substring_regex(kept.column("rel"),
+                                                                  "^#c:[0-9]+:", ""))
+    return distinct(plain, width)
+
+
 def finish(state: DataFrame) -> DataFrame:
     """Contributions become plain facts of their region; the sent-memory goes."""
     rel = F.col("rel")
     kept = state.filter(~rel.startswith(_SENT) & ~rel.rlike("^#c:[0-9]+:$"))
     plain = kept.withColumn("rel", F.regexp_replace(rel, "^#c:[0-9]+:", ""))
-    return plain.dropDuplicates(["part", "rel", "args"]).select("part", "rel", "args", "new")
+    return plain.dropDuplicates([c for c in state.columns if c != "new"]).select(*state.columns)
