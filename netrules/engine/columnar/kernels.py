@@ -29,22 +29,26 @@ def _home(key: np.int64, shift: np.uint64) -> np.int64:  # pragma: no cover - co
 
 
 @njit(cache=True, nogil=True)
+def _slot(table: np.ndarray, mask: np.int64, shift: np.uint64,
+          k: np.int64) -> np.int64:  # pragma: no cover - compiled
+    """The slot holding ``k`` in the open-addressing ``table``, or -1 where absent."""
+    s = _home(k, shift)
+    while True:
+        seen = table[s]
+        if seen == k:
+            return s
+        if seen == EMPTY:
+            return -1
+        s = (s + 1) & mask
+
+
+@njit(cache=True, nogil=True)
 def find_slots(table: np.ndarray, mask: np.int64, shift: np.uint64,
                keys: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """Slot of each key in the open-addressing ``table``, or -1 where absent."""
     out = np.empty(len(keys), dtype=np.int64)
     for i in range(len(keys)):
-        k = keys[i]
-        s = _home(k, shift)
-        while True:
-            seen = table[s]
-            if seen == k:
-                out[i] = s
-                break
-            if seen == EMPTY:
-                out[i] = -1
-                break
-            s = (s + 1) & mask
+        out[i] = _slot(table, mask, shift, keys[i])
     return out
 
 
@@ -55,17 +59,8 @@ def lookup(table: np.ndarray, vals: np.ndarray, mask: np.int64, shift: np.uint64
     ``find_slots`` and the gather of the values in one pass."""
     out = np.empty(len(keys), dtype=np.int64)
     for i in range(len(keys)):
-        k = keys[i]
-        s = _home(k, shift)
-        while True:
-            seen = table[s]
-            if seen == k:
-                out[i] = vals[s]
-                break
-            if seen == EMPTY:
-                out[i] = default
-                break
-            s = (s + 1) & mask
+        s = _slot(table, mask, shift, keys[i])
+        out[i] = vals[s] if s >= 0 else default
     return out
 
 

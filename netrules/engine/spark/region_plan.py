@@ -56,6 +56,14 @@ def region_plan(plan: Plan, stratum: Stratum, first: bool) -> RegionPlan | str:
     aggregated = frozenset(r.head.relation for r in rules if r.head.aggregate())
     rules += [_copy_rule(n, plan.arity[n], plan.locspec.get(n, 0)) for n in plain]
     arity = {**plan.arity, **{IN + n: plan.arity[n] for n in plain}}
+    sub = _runnable(plan, rules, arity)
+    if isinstance(sub, str):
+        return sub
+    return RegionPlan(sub, {n: IN + n for n in plain}, aggregated, reads | stratum.relations)
+
+
+def _runnable(plan: Plan, rules: list[ast.Rule], arity: dict[str, int]) -> Plan | str:
+    """``plan`` with only ``rules``, or why the columnar engine cannot run them."""
     sub = replace(plan, rules=tuple(rules), strata=tuple(stratify(tuple(rules))), aux=frozenset(),
                   arity=arity, reactive=(), triggered=())
     why = unsupported(sub)
@@ -65,7 +73,7 @@ def region_plan(plan: Plan, stratum: Stratum, first: bool) -> RegionPlan | str:
         ColumnarProgram(sub)
     except EngineError as err:
         return str(err)
-    return RegionPlan(sub, {n: IN + n for n in plain}, aggregated, reads | stratum.relations)
+    return sub
 
 
 HERE, OUT = "#here", "#out:"
@@ -114,13 +122,7 @@ def iterated_plan(plan: Plan, stratum: Stratum) -> IteratedPlan | str:
     rules += [_copy_rule(n, plan.arity[n], plan.locspec.get(n, 0)) for n in heads]
     arity = {**plan.arity, HERE: 1, **{IN + n: plan.arity[n] for n in heads},
              **{OUT + n: plan.arity[n] for n in heads}}
-    sub = replace(plan, rules=tuple(rules), strata=tuple(stratify(tuple(rules))),
-                  aux=frozenset(), arity=arity, reactive=(), triggered=())
-    why = unsupported(sub)
-    if why:
-        return why
-    try:
-        ColumnarProgram(sub)
-    except EngineError as err:
-        return str(err)
+    sub = _runnable(plan, rules, arity)
+    if isinstance(sub, str):
+        return sub
     return IteratedPlan(sub, {n: IN + n for n in heads}, {OUT + n: n for n in heads})
