@@ -1,0 +1,105 @@
+"""One relation's changed rows as the store writes them, rendered chunk by chunk on demand.
+
+The rows are id columns. Their canonical order (column by column, by each value's JSON text:
+the same change log whatever order a restarted engine interned values in) needs only integer
+ranks; the text of each column's distinct values is rendered once (``texts.value_texts``),
+and a row's ``args`` text is joined from its columns' texts in Arrow, a chunk at a time, while
+the store writes that chunk. So the millions of row texts of a load never exist at once as
+Python strings, and a relation's dictionaries live only while it is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from netrules.engine.columnar.values import Values
+from netrules.pipeline.texts import STR, indexed_texts, loc_texts, unique_inverse
+
+__all__ = ["IdRows", "CHUNK_ROWS"]
+
+#: Rows rendered and handed to the store at a time: big enough that Arrow and executemany
+#: amortise their per-call cost, small enough that a chunk's Python strings stay a few MB.
+CHUNK_ROWS = 20_000
+
+_COMMA, _EMPTY = pa.scalar(",", STR), pa.scalar("", STR)
+_OPEN, _CLOSE = pa.scalar("[", STR), pa.scalar("]", STR)
+
+
+def _column(values: Values, col: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """(texts of the column's distinct values, each row's index into them, each row's rank
+    by text)."""
+    uniq, inv = unique_inverse(col)
+    text, where = indexed_texts(values, uniq)
+    rank = np.empty(len(text), dtype=np.int64)
+    rank[pc.array_sort_indices(text).to_numpy()] = np.arange(len(text))
+    at = inv if where is None else where[inv]
+    return text, at, rank[at]
+
+
+class IdRows:
+    """Rows of id columns (``ids``: n x arity) of one relation, in the store's canonical order;
+    ``loc`` is the ``@`` position whose text ``chunks`` also yields (None: no locations)."""
+
+    def __init__(self, values: Values, ids: np.ndarray, loc: int | None = None) -> None:
+        self.values, self.ids = values, ids
+        self.loc = loc if loc is not None and 0 <= loc < ids.shape[1] else None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def first(self, limit: int) -> np.ndarray:
+        """Indices of the first ``limit`` rows in canonical order. Column by column, only the
+        rows that can still make the cut are ranked further, so the first rows of a million
+        routes never render a path their (source, destination) already ruled out."""
+        n, arity = len(self.ids), self.ids.shape[1]
+        rows = np.arange(n)
+        keys: list[np.ndarray] = []
+        for j in range(arity):
+            if len(rows) <= 1:
+                break
+            _, _, rank = _column(self.values, self.ids[rows, j])
+            keys.append(rank)
+            order = np.lexsort(keys[::-1])
+            rows, keys = rows[order], [k[order] for k in keys]
+            if len(rows) > limit:  # keep the rows tied with the last one inside the cut
+                last = tuple(k[limit - 1] for k in keys)
+                tied = np.ones(len(rows), dtype=bool)
+                for k, v in zip(keys, last, strict=True):
+                    tied &= k == v
+                cut = max(limit, int(np.flatnonzero(tied)[-1]) + 1) if tied.any() else limit
+                rows, keys = rows[:cut], [k[:cut] for k in keys]
+        return rows[:limit]
+
+    def chunks(self, size: int = CHUNK_ROWS) -> Iterator[tuple[list[str], list[str | None]]]:
+        """(args texts, location texts) of consecutive rows in canonical order, ``size`` at
+        a time."""
+        n, arity = len(self.ids), self.ids.shape[1]
+        if not n:
+            return
+        cols, keys = [], []
+        for j in range(arity):
+            text, inv, rank = _column(self.values, self.ids[:, j])
+            cols.append((text, inv))
+            keys.append(rank)
+        order = np.lexsort(keys[::-1]) if n > 1 and keys else np.arange(n)
+        del keys
+        cols = [(text, inv[order]) for text, inv in cols]
+        loc = None
+        if self.loc is not None:
+            uniq, inv = unique_inverse(self.ids[order, self.loc])
+            loc = (loc_texts(self.values, uniq), inv)
+        for i in range(0, n, size):
+            j = min(n, i + size)
+            if arity == 0:
+                args = ["[]"] * (j - i)
+            else:
+                parts = [text.take(pa.array(inv[i:j])) for text, inv in cols]
+                body = parts[0] if arity == 1 else pc.binary_join_element_wise(*parts, _COMMA)
+                args = pc.binary_join_element_wise(_OPEN, body, _CLOSE, _EMPTY).to_pylist()
+            locs: list[str | None] = ([None] * (j - i) if loc is None
+                                      else loc[0].take(pa.array(loc[1][i:j])).to_pylist())
+            yield args, locs
