@@ -1,9 +1,10 @@
 """A batch whose delta is id columns (the columnar engine), taken to the store and the alert
 rules in bulk: no Fact object per changed fact.
 
-* **Store rows**: each distinct value's JSON is rendered once (``Values.json_column``) and a
-  row's args text is a join of its columns' texts, sorted per relation so the change log is
-  the same whatever the engine's row order (a restarted run writes the same rows).
+* **Store rows**: per relation a row source (``bulk_rows.IdRows``) the store renders chunk by
+  chunk while it writes: each distinct value's JSON once, a row's args text joined from its
+  columns' texts in Arrow, in a canonical order so the change log is the same whatever the
+  engine's row order (a restarted run writes the same rows).
 * **Alert inputs**: the rules see every removed fact of an alert relation (each is a loss to
   judge), but of the added ones only those whose (source, destination) key was lost in this
   batch or has an active alert: the rest can neither cancel a loss nor clear an alert. The
@@ -24,6 +25,7 @@ from netrules.engine.columnar.psn import ColumnarProgram
 from netrules.engine.columnar.supports import gid, split_gid
 from netrules.engine.strategies.columnar import ColumnDelta
 from netrules.facts import Fact, Value, value_from_json
+from netrules.pipeline.bulk_rows import IdRows
 from netrules.plan import Plan
 from netrules.store import BulkRows
 
@@ -34,34 +36,8 @@ def is_columnar(delta: object) -> bool:
     return isinstance(delta, ColumnDelta)
 
 
-def _texts(prog: ColumnarProgram, ids: np.ndarray) -> list[str]:
-    if ids.shape[1] == 0:
-        return ["[]"] * len(ids)
-    cols = [prog.values.json_column(ids[:, j]) for j in range(ids.shape[1])]
-    if len(cols) == 1:
-        return [f"[{a}]" for a in cols[0]]
-    if len(cols) == 2:
-        return [f"[{a},{b}]" for a, b in zip(*cols, strict=True)]
-    return ["[" + ",".join(t) + "]" for t in zip(*cols, strict=True)]
-
-
-def _order(prog: ColumnarProgram, ids: np.ndarray) -> np.ndarray:
-    """Row order by the columns' JSON texts, column by column: canonical whatever the ids
-    (a restarted engine interns values in another order). Each distinct value's text is
-    compared once; the rows are sorted by integer ranks."""
-    if len(ids) < 2 or ids.shape[1] == 0:
-        return np.arange(len(ids))
-    keys = []
-    for j in range(ids.shape[1]):
-        uniq, inv = np.unique(ids[:, j], return_inverse=True)
-        rank = np.empty(len(uniq), dtype=np.int64)
-        rank[np.argsort(np.array(prog.values.json_column(uniq)), kind="stable")] = \
-            np.arange(len(uniq))
-        keys.append(rank[inv])
-    return np.lexsort(keys[::-1])
-
-
 def store_rows(delta: ColumnDelta, plan: Plan, keep: Iterable[str]) -> BulkRows:
+    """The kept relations' changes as row sources the store renders while it writes them."""
     prog = delta.prog
     keep = set(keep)
     out = BulkRows()
@@ -72,17 +48,9 @@ def store_rows(delta: ColumnDelta, plan: Plan, keep: Iterable[str]) -> BulkRows:
         out.loc_pos[rel] = loc
         add, rem = delta.ids(rel, 0), delta.ids(rel, 1)
         if len(rem):
-            out.removed[rel] = _texts(prog, rem[_order(prog, rem)])
+            out.removed[rel] = IdRows(prog.values, rem)
         if len(add):
-            add = add[_order(prog, add)]
-            texts = _texts(prog, add)
-            if loc is None or loc >= add.shape[1]:
-                locs: list[str | None] = [None] * len(add)
-            else:
-                vals = prog.values.decode_column(add[:, loc])
-                js = prog.values.json_column(add[:, loc])
-                locs = [v if isinstance(v, str) else j for v, j in zip(vals, js, strict=True)]
-            out.added[rel] = (texts, locs)
+            out.added[rel] = IdRows(prog.values, add, loc)
     return out
 
 
@@ -237,7 +205,7 @@ def added_facts(delta: ColumnDelta, plan: Plan, rel: str, limit: int) -> list[Fa
     if rel not in delta.columns or limit <= 0:
         return []
     ids = delta.ids(rel, 0)
-    ids = ids[_order(delta.prog, ids)[:limit]]
+    ids = ids[IdRows(delta.prog.values, ids).first(limit)]
     return _facts(delta.prog, plan, rel, ids)
 
 

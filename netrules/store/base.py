@@ -28,7 +28,8 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from itertools import repeat
+from typing import Any, NamedTuple, Protocol
 
 from netrules.errors import StoreError
 from netrules.eventlog.schema import Event
@@ -39,6 +40,9 @@ from netrules.store.schema import SCHEMA_VERSION, ddl
 __all__ = [
     "BatchRecord",
     "BatchSummary",
+    "BulkRows",
+    "RowSource",
+    "TextRows",
     "Change",
     "TopoLink",
     "TopoNode",
@@ -142,19 +146,46 @@ class TopoLink(NamedTuple):
     attrs: dict[str, Any]
 
 
+class RowSource(Protocol):
+    """A relation's changed rows in the store's form, produced while they are written: the
+    canonical args JSON of each row (in the order the change log gets them) and, for
+    additions, the location text. The columnar pipeline renders them from id columns a chunk
+    at a time (``pipeline/bulk_rows.py``), so a load's millions of rows never exist at once
+    as Python objects."""
+
+    def __len__(self) -> int: ...
+
+    def chunks(self) -> Iterator[tuple[Sequence[str], Sequence[str | None]]]: ...
+
+
+class TextRows:
+    """A :class:`RowSource` over rows already rendered (args texts, location texts)."""
+
+    def __init__(self, args: Sequence[str], locs: Sequence[str | None] | None = None) -> None:
+        self.args = args
+        self.locs = locs if locs is not None else [None] * len(args)
+
+    def __len__(self) -> int:
+        return len(self.args)
+
+    def chunks(self) -> Iterator[tuple[Sequence[str], Sequence[str | None]]]:
+        if self.args:
+            yield self.args, self.locs
+
+
 @dataclass
 class BulkRows:
     """A batch's view changes already in the store's form, for deltas too large to carry as
-    Fact objects: per relation, the canonical args JSON (sorted) and, for additions, the
-    location text. The columnar engine's pipeline builds these from id columns."""
+    Fact objects: per relation, a :class:`RowSource` of the rows added and of those removed,
+    and the relation's ``@`` position."""
 
     loc_pos: dict[str, int | None] = field(default_factory=dict)
-    added: dict[str, tuple[list[str], list[str | None]]] = field(default_factory=dict)
-    removed: dict[str, list[str]] = field(default_factory=dict)
+    added: dict[str, RowSource] = field(default_factory=dict)
+    removed: dict[str, RowSource] = field(default_factory=dict)
 
     def counts(self) -> tuple[dict[str, int], dict[str, int]]:
-        return ({r: len(a) for r, (a, _) in self.added.items() if a},
-                {r: len(v) for r, v in self.removed.items() if v})
+        return ({r: len(a) for r, a in self.added.items() if len(a)},
+                {r: len(v) for r, v in self.removed.items() if len(v)})
 
 
 @dataclass
@@ -208,13 +239,12 @@ class BatchRecord:
                 raise StoreError(f"batch {self.batch_id}: bad link state {link!r}")
 
 
-def _bulk_rows(bulk: BulkRows) -> tuple[list[tuple[str, str, int | None]],
-                                        list[tuple[str, str, int | None, str | None]]]:
-    gone = [(rel, args, bulk.loc_pos.get(rel)) for rel in sorted(bulk.removed)
-            for args in bulk.removed[rel]]
-    came = [(rel, args, bulk.loc_pos.get(rel), loc) for rel in sorted(bulk.added)
-            for args, loc in zip(*bulk.added[rel], strict=True)]
-    return gone, came
+_DELETE_VIEW = "DELETE FROM views WHERE relation = ? AND args = ?"
+_INSERT_VIEW = (
+    "INSERT INTO views (relation, args, loc, loc_pos, batch_id) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (relation, args) DO UPDATE SET loc = excluded.loc, "
+    "loc_pos = excluded.loc_pos, batch_id = excluded.batch_id")
+_CHANGE_COLUMNS = ("batch_id", "seq", "time", "relation", "args", "loc_pos", "op")
 
 
 def _facts_sorted(facts: Mapping[str, Iterable[Fact]]) -> list[Fact]:
@@ -405,27 +435,22 @@ class Store(ABC):
                  json.dumps(batch.stats, default=str, separators=(",", ":"))))
             if cur.rowcount == 0:
                 return False
+            t = float(batch.time)
             if batch.bulk is not None:
-                gone, came = _bulk_rows(batch.bulk)
+                self._write_bulk(batch.bulk, bid, t)
             else:
                 gone = [(f.relation, args_json(f.args), f.loc)
                         for f in _facts_sorted(batch.removed)]
                 came = [(f.relation, args_json(f.args), f.loc, loc_text(f))
                         for f in _facts_sorted(batch.added)]
-            self._executemany("DELETE FROM views WHERE relation = ? AND args = ?",
-                              [(rel, args) for rel, args, _ in gone])
-            self._executemany(
-                "INSERT INTO views (relation, args, loc, loc_pos, batch_id) VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT (relation, args) DO UPDATE SET loc = excluded.loc, "
-                "loc_pos = excluded.loc_pos, batch_id = excluded.batch_id",
-                [(rel, args, loc, pos, bid) for rel, args, pos, loc in came])
-            t = float(batch.time)
-            log = ([(bid, seq, t, rel, args, pos, "-") for seq, (rel, args, pos) in enumerate(gone)]
-                   + [(bid, len(gone) + seq, t, rel, args, pos, "+")
-                      for seq, (rel, args, pos, _) in enumerate(came)])
-            self._executemany(
-                "INSERT INTO changes (batch_id, seq, time, relation, args, loc_pos, op) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", log)
+                self._executemany(_DELETE_VIEW, [(rel, args) for rel, args, _ in gone])
+                self._executemany(_INSERT_VIEW,
+                                  [(rel, args, loc, pos, bid) for rel, args, pos, loc in came])
+                log = ([(bid, seq, t, rel, args, pos, "-")
+                        for seq, (rel, args, pos) in enumerate(gone)]
+                       + [(bid, len(gone) + seq, t, rel, args, pos, "+")
+                          for seq, (rel, args, pos, _) in enumerate(came)])
+                self._insert_changes(log)
             self._executemany("DELETE FROM derivations WHERE relation = ? AND args = ?",
                               [(f.relation, args_json(f.args)) for f in batch.derivations_removed])
             drows = []
@@ -459,6 +484,32 @@ class Store(ABC):
                   _dumps([e.to_json() for e in a.trigger_events]))
                  for a in batch.alerts_raised])
         return True
+
+    def _write_bulk(self, bulk: BulkRows, bid: int, t: float) -> None:
+        """A columnar batch's view changes, streamed chunk by chunk as the pipeline renders
+        them: removals first, then additions, each relation in name order, numbered in the
+        change log in that order (what the per-fact path writes for the same rows)."""
+        seq = 0
+        for op, side in (("-", bulk.removed), ("+", bulk.added)):
+            for rel in sorted(side):
+                check_relation(rel)
+                pos = bulk.loc_pos.get(rel)
+                for args, locs in side[rel].chunks():
+                    n = len(args)
+                    if op == "-":
+                        self._executemany(_DELETE_VIEW, zip(repeat(rel), args))
+                    else:
+                        self._executemany(_INSERT_VIEW, zip(repeat(rel), args, locs,
+                                                            repeat(pos), repeat(bid)))
+                    self._insert_changes(zip(repeat(bid), range(seq, seq + n), repeat(t),
+                                             repeat(rel), args, repeat(pos), repeat(op)))
+                    seq += n
+
+    def _insert_changes(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Append change-log rows (``_CHANGE_COLUMNS``); PostgreSQL copies them in."""
+        self._executemany(
+            "INSERT INTO changes (batch_id, seq, time, relation, args, loc_pos, op) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     # -- the read path ------------------------------------------------------------------
     def last_batch_id(self) -> int | None:
