@@ -74,9 +74,11 @@ class IdRows:
                 rows, keys = rows[:cut], [k[:cut] for k in keys]
         return rows[:limit]
 
-    def chunks(self, size: int = CHUNK_ROWS) -> Iterator[tuple[list[str], list[str | None]]]:
+    def chunks(self, size: int = CHUNK_ROWS
+               ) -> Iterator[tuple[list[str], list[str | None] | None]]:
         """(args texts, location texts) of consecutive rows in canonical order, ``size`` at
-        a time."""
+        a time; location texts None: each is the string at the ``@`` position of its args
+        (``RowSource``)."""
         n, arity = len(self.ids), self.ids.shape[1]
         if not n:
             return
@@ -89,7 +91,7 @@ class IdRows:
         del keys
         cols = [(text, inv[order]) for text, inv in cols]
         loc = None
-        if self.loc is not None:
+        if self.loc is not None and not self._locs_in_args(cols):
             uniq, inv = unique_inverse(self.ids[order, self.loc])
             loc = (loc_texts(self.values, uniq), inv)
         for i in range(0, n, size):
@@ -100,6 +102,17 @@ class IdRows:
                 parts = [text.take(pa.array(inv[i:j])) for text, inv in cols]
                 body = parts[0] if arity == 1 else pc.binary_join_element_wise(*parts, _COMMA)
                 args = pc.binary_join_element_wise(_OPEN, body, _CLOSE, _EMPTY).to_pylist()
-            locs: list[str | None] = ([None] * (j - i) if loc is None
-                                      else loc[0].take(pa.array(loc[1][i:j])).to_pylist())
-            yield args, locs
+            if loc is not None:
+                yield args, loc[0].take(pa.array(loc[1][i:j])).to_pylist()
+            else:
+                yield args, None if self.loc is not None else [None] * (j - i)
+
+    def _locs_in_args(self, cols: list[tuple[pa.Array, np.ndarray]]) -> bool:
+        """Is every row's location the string at its ``@`` position, and every args text
+        strict JSON (no ``Infinity``/``NaN``)? Then the store may read locations out of the
+        args it already has instead of binding a text per row."""
+        uniq = np.unique(self.ids[:, self.loc])
+        if not all(isinstance(v, str) for v in self.values.decode_column(uniq).tolist()):
+            return False
+        return not any(pc.any(pc.match_substring_regex(text, r"Infinity|NaN")).as_py()
+                       for text, _ in cols)

@@ -155,7 +155,11 @@ class RowSource(Protocol):
 
     def __len__(self) -> int: ...
 
-    def chunks(self) -> Iterator[tuple[Sequence[str], Sequence[str | None]]]: ...
+    def chunks(self) -> Iterator[tuple[Sequence[str], Sequence[str | None] | None]]:
+        """Rows a chunk at a time. Location texts None (additions only): each row's location
+        is the JSON string at its relation's ``@`` position, and its args are strict JSON;
+        the backend reads it out of the args (one statement, no text bound per row)."""
+        ...
 
 
 class TextRows:
@@ -168,7 +172,7 @@ class TextRows:
     def __len__(self) -> int:
         return len(self.args)
 
-    def chunks(self) -> Iterator[tuple[Sequence[str], Sequence[str | None]]]:
+    def chunks(self) -> Iterator[tuple[Sequence[str], Sequence[str | None] | None]]:
         if self.args:
             yield self.args, self.locs
 
@@ -240,10 +244,10 @@ class BatchRecord:
 
 
 _DELETE_VIEW = "DELETE FROM views WHERE relation = ? AND args = ?"
-_INSERT_VIEW = (
-    "INSERT INTO views (relation, args, loc, loc_pos, batch_id) VALUES (?, ?, ?, ?, ?)"
-    " ON CONFLICT (relation, args) DO UPDATE SET loc = excluded.loc, "
-    "loc_pos = excluded.loc_pos, batch_id = excluded.batch_id")
+_ON_VIEW_CONFLICT = (" ON CONFLICT (relation, args) DO UPDATE SET loc = excluded.loc, "
+                     "loc_pos = excluded.loc_pos, batch_id = excluded.batch_id")
+_INSERT_VIEW = ("INSERT INTO views (relation, args, loc, loc_pos, batch_id) "
+                "VALUES (?, ?, ?, ?, ?)" + _ON_VIEW_CONFLICT)
 _CHANGE_COLUMNS = ("batch_id", "seq", "time", "relation", "args", "loc_pos", "op")
 
 
@@ -288,6 +292,11 @@ class Store(ABC):
     def _arg_match(self, position: int, value: Value) -> tuple[str, list[Any]]:
         """SQL condition (and its parameters) true when argument ``position`` may equal
         ``value``. May over-approximate (rows are re-checked in Python), never under."""
+
+    @abstractmethod
+    def _arg_text(self, position: int) -> tuple[str, list[Any]]:
+        """SQL expression (and its parameters) of the string at argument ``position`` of a
+        row's strict-JSON ``args``, unescaped: the location text of a view row."""
 
     @abstractmethod
     def _close(self) -> None: ...
@@ -496,13 +505,22 @@ class Store(ABC):
                 pos = bulk.loc_pos.get(rel)
                 for args, locs in side[rel].chunks():
                     n = len(args)
-                    if op == "-":
-                        self._executemany(_DELETE_VIEW, zip(repeat(rel), args))
-                    else:
-                        self._executemany(_INSERT_VIEW, zip(repeat(rel), args, locs,
-                                                            repeat(pos), repeat(bid)))
                     self._insert_changes(zip(repeat(bid), range(seq, seq + n), repeat(t),
                                              repeat(rel), args, repeat(pos), repeat(op)))
+                    if op == "-":
+                        self._executemany(_DELETE_VIEW, zip(repeat(rel), args))
+                    elif locs is not None:
+                        self._executemany(_INSERT_VIEW, zip(repeat(rel), args, locs,
+                                                            repeat(pos), repeat(bid)))
+                    else:  # the rows just logged, their locations read out of their args
+                        if pos is None:
+                            raise StoreError(f"{rel}: rows without locations need a @ position")
+                        loc_sql, loc_params = self._arg_text(pos)
+                        self._execute(
+                            "INSERT INTO views (relation, args, loc, loc_pos, batch_id) SELECT "
+                            f"relation, args, {loc_sql}, loc_pos, batch_id FROM changes WHERE "
+                            "batch_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
+                            + _ON_VIEW_CONFLICT, [*loc_params, bid, seq, seq + n])
                     seq += n
 
     def _insert_changes(self, rows: Iterable[Sequence[Any]]) -> None:

@@ -94,5 +94,8 @@ class PostgresStore(Store):
                 "THEN (args::jsonb -> (?)::int) = (?)::jsonb ELSE TRUE END",
                 [int(position), json.dumps(value_to_json(value))])
 
+    def _arg_text(self, position: int) -> tuple[str, list[Any]]:
+        return "(args::jsonb ->> (?)::int)", [int(position)]
+
     def _close(self) -> None:
         self._conn.close()

@@ -151,5 +151,8 @@ class SQLiteStore(Store):
         return ("CASE WHEN json_valid(args) THEN json_extract(args, ?) = ? ELSE 1 END",
                 [f"$[{int(position)}]", value])
 
+    def _arg_text(self, position: int) -> tuple[str, list[Any]]:
+        return "json_extract(args, ?)", [f"$[{int(position)}]"]
+
     def _close(self) -> None:
         self._conn.close()
