@@ -275,8 +275,10 @@ class BatchProcessor:
             witnesses = self._aggregate_derivations(delta, self.max_derivations
                                                     - len(derivs_added))
             derivs_added += witnesses
-            derivs_removed = sorted({*derivs_removed, *(f for f, _, _ in witnesses)},
-                                    key=Fact.key)
+            # deleted by key, so in any order: sorting tens of thousands of path facts by
+            # Fact.key cost seconds a batch
+            derivs_removed = list(dict.fromkeys([*derivs_removed,
+                                                 *(f for f, _, _ in witnesses)]))
         else:
             added, removed = (self._kept(d) for d in delta.facts(self.plan))
             derivs_added, derivs_removed, n_skipped = self._derivations(added, removed)

@@ -162,7 +162,7 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int
         rows.append((fact[g], labels[int(prog.supports.rule[s])],
                      [fact[b] for b in dict.fromkeys(body.tolist())]))
     drop.extend(f for f, _, _ in rows)
-    return rows, sorted(set(drop), key=Fact.key), skipped
+    return rows, list(dict.fromkeys(drop)), skipped  # deletions: any order will do
 
 
 def _bodies(prog: ColumnarProgram, sids: np.ndarray, aux: set[int]) -> list[np.ndarray]:

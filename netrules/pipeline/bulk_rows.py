@@ -10,13 +10,14 @@ Python strings, and a relation's dictionaries live only while it is written.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from netrules.engine.columnar.values import Values
+from netrules.engine.columnar.values import SMALL, Values
 from netrules.pipeline.texts import STR, indexed_texts, loc_texts, unique_inverse
 
 __all__ = ["IdRows", "CHUNK_ROWS"]
@@ -91,7 +92,7 @@ class IdRows:
         del keys
         cols = [(text, inv[order]) for text, inv in cols]
         loc = None
-        if self.loc is not None and not self._locs_in_args(cols):
+        if self.loc is not None and not self._locs_in_args():
             uniq, inv = unique_inverse(self.ids[order, self.loc])
             loc = (loc_texts(self.values, uniq), inv)
         for i in range(0, n, size):
@@ -107,12 +108,14 @@ class IdRows:
             else:
                 yield args, None if self.loc is not None else [None] * (j - i)
 
-    def _locs_in_args(self, cols: list[tuple[pa.Array, np.ndarray]]) -> bool:
+    def _locs_in_args(self) -> bool:
         """Is every row's location the string at its ``@`` position, and every args text
         strict JSON (no ``Infinity``/``NaN``)? Then the store may read locations out of the
-        args it already has instead of binding a text per row."""
+        args it already has instead of binding a text per row. A non-finite number is an
+        interned atom wherever it sits (a list holds atoms), so the few thousand atoms tell."""
         uniq = np.unique(self.ids[:, self.loc])
         if not all(isinstance(v, str) for v in self.values.decode_column(uniq).tolist()):
             return False
-        return not any(pc.any(pc.match_substring_regex(text, r"Infinity|NaN")).as_py()
-                       for text, _ in cols)
+        atoms = SMALL + np.arange(len(self.values) - self.values.ncells, dtype=np.int64)
+        return not any(isinstance(v, float) and not math.isfinite(v)
+                       for v in self.values.decode_column(atoms).tolist())
