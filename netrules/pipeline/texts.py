@@ -122,9 +122,40 @@ def _list_texts(values: Values, ids: np.ndarray) -> tuple[pa.LargeStringArray, n
         now = cell[by_tail[start]]
         body = pc.binary_join_element_wise(_head_texts(values, heads[now]),
                                            body.take(pa.array(parent)), _COMMA)
+    del body
     got = np.concatenate(which) + CELLS
-    text = pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]
-    return text, np.searchsorted(ids, got)  # ids are sorted and distinct
+    return _concat_freeing(pieces), np.searchsorted(ids, got)  # ids are sorted, distinct
+
+
+def _concat_freeing(pieces: list[pa.Array]) -> pa.LargeStringArray:
+    """``pa.concat_arrays`` of large strings without holding the pieces and the whole at
+    once: each piece is copied into one buffer, whose pages are only touched as it fills,
+    and dropped (a best-routes load's path texts are hundreds of MB)."""
+    if len(pieces) == 1:
+        return pieces.pop()
+    sizes = [(len(p), p.buffers()[1], p.buffers()[2], p.offset) for p in pieces]
+    n = sum(k for k, *_ in sizes)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    total = 0
+    for k, obuf, _, off in sizes:
+        o = np.frombuffer(obuf, dtype=np.int64)[off:off + k + 1]
+        total += int(o[-1] - o[0])
+    data = np.empty(total, dtype=np.uint8)
+    del sizes
+    pool = pa.default_memory_pool()
+    row = pos = 0
+    offsets[0] = 0
+    while pieces:
+        p = pieces.pop(0)
+        k, off = len(p), p.offset
+        o = np.frombuffer(p.buffers()[1], dtype=np.int64)[off:off + k + 1]
+        d = np.frombuffer(p.buffers()[2], dtype=np.uint8)[o[0]:o[-1]]
+        data[pos:pos + len(d)] = d
+        offsets[row + 1:row + k + 1] = o[1:] - o[0] + pos
+        row, pos = row + k, pos + len(d)
+        del p, o, d
+        pool.release_unused()  # mimalloc keeps freed pages otherwise: RSS would hold both
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
 
 
 def _head_texts(values: Values, heads: np.ndarray) -> pa.LargeStringArray:
