@@ -360,18 +360,22 @@ class BatchProcessor:
         """Witnesses of aggregate facts (they keep no supports), ``limit`` at most: of the
         added ones, and of those whose written witness used a fact the batch removed (the
         ``users`` mirror, kept for aggregate witnesses only on this path)."""
-        gone = {Fact(rel, row, self.plan.locspec.get(rel, 0))
-                for rel in delta.removed for row in delta.removed[rel]} if self.users else set()
+        gone = set(bulk.removed_facts(delta, self.plan)  # type: ignore[arg-type]
+                   ) if self.users else set()
         for f in gone:
             if f.relation in self._agg_rules:
                 self._drop_support(f)
         stale = {u for f in gone for u in self.users.get(f, ())} - gone
         chosen = sorted(stale, key=Fact.key)[:max(0, limit)]
+        known: dict[Fact, int] = {}
         for rel in sorted(self._agg_rules):
             if rel in self.plan.visible:
-                chosen += bulk.added_facts(delta, self.plan, rel,  # type: ignore[arg-type]
-                                           limit - len(chosen))
-        out = bulk.aggregate_witnesses(delta, self.plan, chosen)  # type: ignore[arg-type]
+                got = bulk.added_facts(delta, self.plan, rel,  # type: ignore[arg-type]
+                                       limit - len(chosen))
+                chosen += got
+                known.update(got)
+        out = bulk.aggregate_witnesses(delta, self.plan, chosen,  # type: ignore[arg-type]
+                                       known)
         for f, label, body in out:
             self._set_support(f, label, tuple(body))
         return out

@@ -26,6 +26,7 @@ from netrules.engine.columnar.supports import gid, split_gid
 from netrules.engine.strategies.columnar import ColumnDelta
 from netrules.facts import Fact, Value, value_from_json
 from netrules.pipeline.bulk_rows import IdRows
+from netrules.pipeline.decode import decode_rows
 from netrules.plan import Plan
 from netrules.store import BulkRows
 
@@ -56,7 +57,13 @@ def store_rows(delta: ColumnDelta, plan: Plan, keep: Iterable[str]) -> BulkRows:
 
 def _facts(prog: ColumnarProgram, plan: Plan, rel: str, ids: np.ndarray) -> list[Fact]:
     loc = plan.locspec.get(rel, 0)
-    return [Fact(rel, row, loc) for row in prog.values.decode_rows(ids)]
+    return [Fact(rel, row, loc) for row in decode_rows(prog.values, ids)]
+
+
+def removed_facts(delta: ColumnDelta, plan: Plan) -> list[Fact]:
+    """Every fact the batch removed, decoded (each shared path suffix once)."""
+    return [f for rel in sorted(delta.columns) if len(delta.columns[rel][1])
+            for f in _facts(delta.prog, plan, rel, delta.ids(rel, 1))]
 
 
 def _pair_keys(ids: np.ndarray, pos: tuple[int, ...]) -> np.ndarray:
@@ -199,25 +206,30 @@ def _decode_gids(prog: ColumnarProgram, plan: Plan, gids: np.ndarray) -> dict[in
     return out
 
 
-def added_facts(delta: ColumnDelta, plan: Plan, rel: str, limit: int) -> list[Fact]:
+def added_facts(delta: ColumnDelta, plan: Plan, rel: str, limit: int) -> dict[Fact, int]:
     """At most ``limit`` of the facts ``rel`` gained, first in the store's canonical order,
-    decoded (the others are never decoded: a load adds millions)."""
+    decoded (the others are never decoded: a load adds millions), each with its row in the
+    engine's relation (so ``aggregate_witnesses`` need not encode it back)."""
     if rel not in delta.columns or limit <= 0:
-        return []
+        return {}
+    rows = delta.columns[rel][0]
     ids = delta.ids(rel, 0)
-    ids = ids[IdRows(delta.prog.values, ids).first(limit)]
-    return _facts(delta.prog, plan, rel, ids)
+    first = IdRows(delta.prog.values, ids).first(limit)
+    facts = _facts(delta.prog, plan, rel, ids[first])
+    return dict(zip(facts, np.asarray(rows)[first].tolist(), strict=True))
 
 
 def _alive(rel, rows: np.ndarray) -> np.ndarray:
     return rel.alive[rows]
 
 
-def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact]
+def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact],
+                        known: Mapping[Fact, int] | None = None
                         ) -> list[tuple[Fact, str, list[Fact]]]:
     """Per aggregate fact, one body binding that attains it (MIN and MAX bind the aggregated
     variable to the fact's value), found for all the facts of a rule in one join: what the
-    store shows as the support of a fact that keeps none."""
+    store shows as the support of a fact that keeps none. ``known``: rows of facts decoded
+    from this delta."""
     from netrules.engine.columnar.aggregate import AggRule
     from netrules.engine.columnar.joins import bind_head, compile_join
 
@@ -233,7 +245,12 @@ def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact]
         if not fs:
             continue
         rel = prog.rels[r.rule.head.relation]
-        rows = rel.find(prog.values.encode_rows([f.args for f in fs], rel.arity))
+        known = known or {}
+        rows = np.array([known.get(f, -1) for f in fs], dtype=np.int64)
+        todo = np.flatnonzero(rows < 0)  # encoding a path back to ids is per element
+        if len(todo):
+            rows[todo] = rel.find(prog.values.encode_rows([fs[k].args for k in todo.tolist()],
+                                                          rel.arity))
         keep = rows >= 0
         rows, fs = rows[keep], [f for f, k in zip(fs, keep.tolist(), strict=True) if k]
         tab = bind_head(r.rule, rel, rows)

@@ -10,13 +10,15 @@ large numbers) are few: their text comes from ``Values.json_column``. Strings ar
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from netrules.engine.columnar.values import CELLS, SMALL, Values
 
-__all__ = ["STR", "indexed_texts", "loc_texts", "unique_inverse", "value_texts"]
+__all__ = ["STR", "indexed_texts", "list_levels", "loc_texts", "unique_inverse", "value_texts"]
 
 STR = pa.large_string()
 _COMMA, _EMPTY = pa.scalar(",", STR), pa.scalar("", STR)
@@ -81,14 +83,13 @@ def indexed_texts(values: Values, ids: np.ndarray
     return (parts[0] if len(parts) == 1 else pa.concat_arrays(parts)), where
 
 
-def _list_texts(values: Values, ids: np.ndarray) -> tuple[pa.LargeStringArray, np.ndarray]:
-    """Texts of non-empty lists (``ids`` sorted, distinct), and which of ``ids`` each text
-    is: every suffix
-    the lists share rendered once, shortest first, each length in one Arrow join onto the
-    length before (whose rows come in the order the join reads them)."""
-    head, tail, nil = values.head, values.tail, values.nil
-    n = values.ncells
-    need = np.zeros(n, dtype=bool)  # the lists and all their suffixes
+def list_levels(values: Values, ids: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The lists ``ids`` (cell ids) and every suffix they share, a length at a time from the
+    shortest: per length, its cells (cell indices, ``id - CELLS``) and, from length 2 on,
+    each one's tail's index among the cells of the length before (non-decreasing, so a take
+    by it reads the shorter lists in order)."""
+    tail, nil = values.tail, values.nil
+    need = np.zeros(values.ncells, dtype=bool)  # the lists and all their suffixes
     front = _unique(ids - CELLS)
     while len(front):
         need[front] = True
@@ -99,29 +100,37 @@ def _list_texts(values: Values, ids: np.ndarray) -> tuple[pa.LargeStringArray, n
     t = tail[cell].astype(np.int64)
     by_tail = np.argsort(t, kind="stable")
     sorted_tails = t[by_tail]
-    wanted = np.zeros(n, dtype=bool)
-    wanted[ids - CELLS] = True
-    heads = head.astype(np.int64)
     now = cell[t == nil]  # the lists of length 1
-    body = _head_texts(values, heads[now])
-    pieces, which = [], []
+    parent = np.zeros(0, dtype=np.int64)
     while len(now):
+        yield now, parent
+        # the next length: every cell whose tail is one of these, grouped by that tail
+        lo = np.searchsorted(sorted_tails, now + CELLS, "left")
+        cnt = np.searchsorted(sorted_tails, now + CELLS, "right") - lo
+        total = int(cnt.sum())
+        start = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
+        parent = np.repeat(np.arange(len(now)), cnt)
+        now = cell[by_tail[start]]
+
+
+def _list_texts(values: Values, ids: np.ndarray) -> tuple[pa.LargeStringArray, np.ndarray]:
+    """Texts of non-empty lists (``ids`` sorted, distinct), and which of ``ids`` each text
+    is: every suffix the lists share rendered once, each length in one Arrow join onto the
+    length before."""
+    wanted = np.zeros(values.ncells, dtype=bool)
+    wanted[ids - CELLS] = True
+    heads = values.head.astype(np.int64)
+    pieces, which = [], []
+    body: pa.Array | None = None
+    for now, parent in list_levels(values, ids):
+        h = _head_texts(values, heads[now])
+        body = h if body is None else pc.binary_join_element_wise(
+            h, body.take(pa.array(parent)), _COMMA)
         w = wanted[now]
         if w.any():
             pieces.append(pc.binary_join_element_wise(
                 _OPEN, body.filter(pa.array(w)), _CLOSE, _EMPTY))
             which.append(now[w])
-        # the next length: every cell whose tail is one of these, grouped by that tail
-        lo = np.searchsorted(sorted_tails, now + CELLS, "left")
-        cnt = np.searchsorted(sorted_tails, now + CELLS, "right") - lo
-        total = int(cnt.sum())
-        if not total:
-            break
-        start = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
-        parent = np.repeat(np.arange(len(now)), cnt)
-        now = cell[by_tail[start]]
-        body = pc.binary_join_element_wise(_head_texts(values, heads[now]),
-                                           body.take(pa.array(parent)), _COMMA)
     del body
     got = np.concatenate(which) + CELLS
     return _concat_freeing(pieces), np.searchsorted(ids, got)  # ids are sorted, distinct

@@ -64,8 +64,11 @@ def check_relation(name: Any) -> str:
     return name
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # json.dumps builds one a call
+
+
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
+    return _ENCODER.encode(obj)
 
 
 def args_json(args: Sequence[Value]) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 from netrules.engine.columnar.values import Values
 from netrules.facts import Fact
 from netrules.pipeline.bulk_rows import IdRows
+from netrules.pipeline.decode import decode_rows
 from netrules.pipeline.texts import value_texts
 from netrules.store.base import args_json, loc_text
 
@@ -58,3 +59,15 @@ def test_id_rows_are_the_sorted_store_rows() -> None:
         assert got_locs == [loc_text(f) for f in want]
         first = IdRows(v, ids).first(50)
         assert [args_json(rows[i]) for i in first] == got_args[:50]
+
+
+def test_decoded_lists_are_the_engine_values() -> None:
+    """``pipeline/decode.py`` builds each list from its tail's tuple: the same values as
+    ``Values.decode_rows``, shared suffixes, nested lists and repeats included."""
+    rng = random.Random(5)
+    pick = ["a", "b", 1, 2.5, ("q", "a")]
+    vals = ODD + [tuple(rng.choice(pick) for _ in range(rng.randint(0, 9))) for _ in range(500)]
+    v = Values()
+    ids = np.array([v.encode(x) for x in vals], dtype=np.int64).reshape(-1, 1)
+    rows = np.hstack([ids, ids[::-1]])
+    assert decode_rows(v, rows) == v.decode_rows(rows) == list(zip(vals, vals[::-1], strict=True))
