@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from netrules.engine.columnar.values import SMALL, Values
 from netrules.pipeline.texts import STR, indexed_texts, loc_texts, unique_inverse
 
-__all__ = ["IdRows", "CHUNK_ROWS"]
+__all__ = ["IdRows", "CHUNK_ROWS", "RANK_ALL"]
 
 #: Rows rendered and handed to the store at a time: big enough that Arrow and executemany
 #: amortise their per-call cost, small enough that a chunk's Python strings stay a few MB.
@@ -30,23 +30,75 @@ _COMMA, _EMPTY = pa.scalar(",", STR), pa.scalar("", STR)
 _OPEN, _CLOSE = pa.scalar("[", STR), pa.scalar("]", STR)
 
 
+#: A column with more distinct values than this is ranked only where the columns before it
+#: tie: sorting two million path texts that share long prefixes cost seconds, and a route
+#: is almost always told apart by its source and destination.
+RANK_ALL = 100_000
+
+
+def _texts(values: Values, col: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """(texts of the column's distinct values, each row's index into them)."""
+    uniq, inv = unique_inverse(col)
+    text, where = indexed_texts(values, uniq)
+    return text, (inv if where is None else where[inv])
+
+
+def _rank(text: pa.Array, at: np.ndarray) -> np.ndarray:
+    """Each row's rank by its text (``text[at]``)."""
+    rank = np.empty(len(text), dtype=np.int64)
+    rank[pc.array_sort_indices(text).to_numpy()] = np.arange(len(text))
+    return rank[at]
+
+
+def _rank_ties(text: pa.Array, at: np.ndarray, keys: list[np.ndarray]) -> np.ndarray:
+    """A rank by text that orders rows only among those equal on ``keys`` (equal texts
+    equal ranks): all the order ``lexsort`` needs of this column."""
+    n = len(at)
+    if not keys:
+        return _rank(text, at)
+    order = np.lexsort(keys[::-1])
+    step = np.zeros(n, dtype=bool)
+    for k in keys:
+        ks = k[order]
+        step[1:] |= ks[1:] != ks[:-1]
+    group = np.cumsum(step)  # per row in lexsort order
+    size = np.bincount(group)
+    tied = order[size[group] > 1]  # grouped, groups ascending
+    g = group[size[group] > 1]
+    out = np.zeros(n, dtype=np.int64)
+    base = 0
+    i = 0
+    while i < len(tied):  # whole groups, ~CHUNK_ROWS * 5 rows at a time: bounded texts
+        j = min(len(tied), i + 5 * CHUNK_ROWS)
+        if j < len(tied):
+            j = int(np.searchsorted(g, g[j - 1], "right"))
+        gs, a = g[i:j], at[tied[i:j]]
+        table = pa.table({"g": gs, "t": text.take(pa.array(a))})
+        srt = pc.sort_indices(table, sort_keys=[("g", "ascending"), ("t", "ascending")])
+        srt = srt.to_numpy()
+        new = np.ones(len(srt), dtype=bool)
+        new[1:] = (gs[srt][1:] != gs[srt][:-1]) | (a[srt][1:] != a[srt][:-1])
+        out[tied[i:j][srt]] = base + np.cumsum(new)
+        base += int(new.sum())
+        i = j
+    return out
+
+
 def _column(values: Values, col: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """(texts of the column's distinct values, each row's index into them, each row's rank
     by text)."""
-    uniq, inv = unique_inverse(col)
-    text, where = indexed_texts(values, uniq)
-    rank = np.empty(len(text), dtype=np.int64)
-    rank[pc.array_sort_indices(text).to_numpy()] = np.arange(len(text))
-    at = inv if where is None else where[inv]
-    return text, at, rank[at]
+    text, at = _texts(values, col)
+    return text, at, _rank(text, at)
 
 
 class IdRows:
     """Rows of id columns (``ids``: n x arity) of one relation, in the store's canonical order;
-    ``loc`` is the ``@`` position whose text ``chunks`` also yields (None: no locations)."""
+    ``loc`` is the ``@`` position whose text ``chunks`` also yields (None: no locations);
+    a column with more than ``rank_all`` distinct values is ranked only where it must be."""
 
-    def __init__(self, values: Values, ids: np.ndarray, loc: int | None = None) -> None:
-        self.values, self.ids = values, ids
+    def __init__(self, values: Values, ids: np.ndarray, loc: int | None = None, *,
+                 rank_all: int = RANK_ALL) -> None:
+        self.values, self.ids, self.rank_all = values, ids, rank_all
         self.loc = loc if loc is not None and 0 <= loc < ids.shape[1] else None
 
     def __len__(self) -> int:
@@ -85,9 +137,10 @@ class IdRows:
             return
         cols, keys = [], []
         for j in range(arity):
-            text, inv, rank = _column(self.values, self.ids[:, j])
-            cols.append((text, inv))
-            keys.append(rank)
+            text, at = _texts(self.values, self.ids[:, j])
+            cols.append((text, at))
+            keys.append(_rank(text, at) if len(text) <= self.rank_all
+                        else _rank_ties(text, at, keys))
         order = np.lexsort(keys[::-1]) if n > 1 and keys else np.arange(n)
         del keys
         cols = [(text, inv[order]) for text, inv in cols]

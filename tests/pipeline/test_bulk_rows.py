@@ -10,7 +10,7 @@ import numpy as np
 
 from netrules.engine.columnar.values import Values
 from netrules.facts import Fact
-from netrules.pipeline.bulk_rows import IdRows
+from netrules.pipeline.bulk_rows import RANK_ALL, IdRows
 from netrules.pipeline.decode import decode_rows
 from netrules.pipeline.texts import value_texts
 from netrules.store.base import args_json, loc_text
@@ -40,10 +40,12 @@ def test_value_texts_are_the_canonical_json() -> None:
 
 def test_id_rows_are_the_sorted_store_rows() -> None:
     """Rows come ordered column by column by text, whatever order their ids were interned
-    in; chunks join up; locations are the strings (or another value's JSON); ``first``
+    in (a column with many values ranked among the rows the columns before it tie); chunks
+    join up; locations are the strings (or another value's JSON); ``first``
     agrees with the full order."""
     rows = _rows(random.Random(9), 400)
-    for loc in (0, 1):  # strings only (read out of the args by the store); numbers too
+    rows += [(a, b, p, c + 100) for a, b, p, c in rows[:60]]  # equal but for the last column
+    for loc, rank_all in ((0, RANK_ALL), (1, RANK_ALL), (0, 1)):  # 1: ranked among ties only
         v = Values()
         for r in random.Random(loc).sample(rows, len(rows)):  # interned in another order
             v.encode_rows([r], 4)
@@ -52,12 +54,12 @@ def test_id_rows_are_the_sorted_store_rows() -> None:
         want = sorted(facts, key=lambda f: [args_json((a,))[1:-1] for a in f.args])
         got_args: list[str] = []
         got_locs: list[str | None] = []
-        for args, locs in IdRows(v, ids, loc).chunks(size=37):
+        for args, locs in IdRows(v, ids, loc, rank_all=rank_all).chunks(size=37):
             got_args += args
             got_locs += locs if locs is not None else [json.loads(a)[loc] for a in args]
         assert got_args == [args_json(f.args) for f in want]
         assert got_locs == [loc_text(f) for f in want]
-        first = IdRows(v, ids).first(50)
+        first = IdRows(v, ids, rank_all=rank_all).first(50)
         assert [args_json(rows[i]) for i in first] == got_args[:50]
 
 
