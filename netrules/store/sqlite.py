@@ -25,9 +25,9 @@ __all__ = ["SQLiteStore", "BUSY_TIMEOUT_MS"]
 BUSY_TIMEOUT_MS = 10_000
 
 #: Page size of a store file this class creates (an existing file keeps its own). A load
-#: writes millions of ~200-byte rows into six B-trees: with 4 KiB pages the americas
-#: best-routes load spent 2.5x as long in SQLite (more pages to split, a WAL frame and a
-#: write per page, and the checkpoint's file growth doubled); see docs/store.md.
+#: writes millions of ~200-byte rows into six B-trees: 2.5 M route-like rows took 1.6x the
+#: CPU and 3x the wall time with 4 KiB pages (more pages to split, a WAL frame and a write
+#: per page, a checkpoint writing 1.9x the database); docs/engine.md, "The store write".
 PAGE_SIZE = 65_536
 
 
