@@ -275,8 +275,10 @@ class BatchProcessor:
             witnesses = self._aggregate_derivations(delta, self.max_derivations
                                                     - len(derivs_added))
             derivs_added += witnesses
-            derivs_removed = sorted({*derivs_removed, *(f for f, _, _ in witnesses)},
-                                    key=Fact.key)
+            # deleted by key, so in any order: sorting tens of thousands of path facts by
+            # Fact.key cost seconds a batch
+            derivs_removed = list(dict.fromkeys([*derivs_removed,
+                                                 *(f for f, _, _ in witnesses)]))
         else:
             added, removed = (self._kept(d) for d in delta.facts(self.plan))
             derivs_added, derivs_removed, n_skipped = self._derivations(added, removed)
@@ -358,18 +360,22 @@ class BatchProcessor:
         """Witnesses of aggregate facts (they keep no supports), ``limit`` at most: of the
         added ones, and of those whose written witness used a fact the batch removed (the
         ``users`` mirror, kept for aggregate witnesses only on this path)."""
-        gone = {Fact(rel, row, self.plan.locspec.get(rel, 0))
-                for rel in delta.removed for row in delta.removed[rel]} if self.users else set()
+        gone = set(bulk.removed_facts(delta, self.plan)  # type: ignore[arg-type]
+                   ) if self.users else set()
         for f in gone:
             if f.relation in self._agg_rules:
                 self._drop_support(f)
         stale = {u for f in gone for u in self.users.get(f, ())} - gone
         chosen = sorted(stale, key=Fact.key)[:max(0, limit)]
+        known: dict[Fact, int] = {}
         for rel in sorted(self._agg_rules):
             if rel in self.plan.visible:
-                chosen += bulk.added_facts(delta, self.plan, rel,  # type: ignore[arg-type]
-                                           limit - len(chosen))
-        out = bulk.aggregate_witnesses(delta, self.plan, chosen)  # type: ignore[arg-type]
+                got = bulk.added_facts(delta, self.plan, rel,  # type: ignore[arg-type]
+                                       limit - len(chosen))
+                chosen += got
+                known.update(got)
+        out = bulk.aggregate_witnesses(delta, self.plan, chosen,  # type: ignore[arg-type]
+                                       known)
         for f, label, body in out:
             self._set_support(f, label, tuple(body))
         return out

@@ -1,9 +1,10 @@
 """A batch whose delta is id columns (the columnar engine), taken to the store and the alert
 rules in bulk: no Fact object per changed fact.
 
-* **Store rows**: each distinct value's JSON is rendered once (``Values.json_column``) and a
-  row's args text is a join of its columns' texts, sorted per relation so the change log is
-  the same whatever the engine's row order (a restarted run writes the same rows).
+* **Store rows**: per relation a row source (``bulk_rows.IdRows``) the store renders chunk by
+  chunk while it writes: each distinct value's JSON once, a row's args text joined from its
+  columns' texts in Arrow, in a canonical order so the change log is the same whatever the
+  engine's row order (a restarted run writes the same rows).
 * **Alert inputs**: the rules see every removed fact of an alert relation (each is a loss to
   judge), but of the added ones only those whose (source, destination) key was lost in this
   batch or has an active alert: the rest can neither cancel a loss nor clear an alert. The
@@ -24,6 +25,8 @@ from netrules.engine.columnar.psn import ColumnarProgram
 from netrules.engine.columnar.supports import gid, split_gid
 from netrules.engine.strategies.columnar import ColumnDelta
 from netrules.facts import Fact, Value, value_from_json
+from netrules.pipeline.bulk_rows import IdRows
+from netrules.pipeline.decode import decode_rows
 from netrules.plan import Plan
 from netrules.store import BulkRows
 
@@ -34,34 +37,8 @@ def is_columnar(delta: object) -> bool:
     return isinstance(delta, ColumnDelta)
 
 
-def _texts(prog: ColumnarProgram, ids: np.ndarray) -> list[str]:
-    if ids.shape[1] == 0:
-        return ["[]"] * len(ids)
-    cols = [prog.values.json_column(ids[:, j]) for j in range(ids.shape[1])]
-    if len(cols) == 1:
-        return [f"[{a}]" for a in cols[0]]
-    if len(cols) == 2:
-        return [f"[{a},{b}]" for a, b in zip(*cols, strict=True)]
-    return ["[" + ",".join(t) + "]" for t in zip(*cols, strict=True)]
-
-
-def _order(prog: ColumnarProgram, ids: np.ndarray) -> np.ndarray:
-    """Row order by the columns' JSON texts, column by column: canonical whatever the ids
-    (a restarted engine interns values in another order). Each distinct value's text is
-    compared once; the rows are sorted by integer ranks."""
-    if len(ids) < 2 or ids.shape[1] == 0:
-        return np.arange(len(ids))
-    keys = []
-    for j in range(ids.shape[1]):
-        uniq, inv = np.unique(ids[:, j], return_inverse=True)
-        rank = np.empty(len(uniq), dtype=np.int64)
-        rank[np.argsort(np.array(prog.values.json_column(uniq)), kind="stable")] = \
-            np.arange(len(uniq))
-        keys.append(rank[inv])
-    return np.lexsort(keys[::-1])
-
-
 def store_rows(delta: ColumnDelta, plan: Plan, keep: Iterable[str]) -> BulkRows:
+    """The kept relations' changes as row sources the store renders while it writes them."""
     prog = delta.prog
     keep = set(keep)
     out = BulkRows()
@@ -72,23 +49,21 @@ def store_rows(delta: ColumnDelta, plan: Plan, keep: Iterable[str]) -> BulkRows:
         out.loc_pos[rel] = loc
         add, rem = delta.ids(rel, 0), delta.ids(rel, 1)
         if len(rem):
-            out.removed[rel] = _texts(prog, rem[_order(prog, rem)])
+            out.removed[rel] = IdRows(prog.values, rem)
         if len(add):
-            add = add[_order(prog, add)]
-            texts = _texts(prog, add)
-            if loc is None or loc >= add.shape[1]:
-                locs: list[str | None] = [None] * len(add)
-            else:
-                vals = prog.values.decode_column(add[:, loc])
-                js = prog.values.json_column(add[:, loc])
-                locs = [v if isinstance(v, str) else j for v, j in zip(vals, js, strict=True)]
-            out.added[rel] = (texts, locs)
+            out.added[rel] = IdRows(prog.values, add, loc)
     return out
 
 
 def _facts(prog: ColumnarProgram, plan: Plan, rel: str, ids: np.ndarray) -> list[Fact]:
     loc = plan.locspec.get(rel, 0)
-    return [Fact(rel, row, loc) for row in prog.values.decode_rows(ids)]
+    return [Fact(rel, row, loc) for row in decode_rows(prog.values, ids)]
+
+
+def removed_facts(delta: ColumnDelta, plan: Plan) -> list[Fact]:
+    """Every fact the batch removed, decoded (each shared path suffix once)."""
+    return [f for rel in sorted(delta.columns) if len(delta.columns[rel][1])
+            for f in _facts(delta.prog, plan, rel, delta.ids(rel, 1))]
 
 
 def _pair_keys(ids: np.ndarray, pos: tuple[int, ...]) -> np.ndarray:
@@ -194,7 +169,7 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int
         rows.append((fact[g], labels[int(prog.supports.rule[s])],
                      [fact[b] for b in dict.fromkeys(body.tolist())]))
     drop.extend(f for f, _, _ in rows)
-    return rows, sorted(set(drop), key=Fact.key), skipped
+    return rows, list(dict.fromkeys(drop)), skipped  # deletions: any order will do
 
 
 def _bodies(prog: ColumnarProgram, sids: np.ndarray, aux: set[int]) -> list[np.ndarray]:
@@ -231,25 +206,30 @@ def _decode_gids(prog: ColumnarProgram, plan: Plan, gids: np.ndarray) -> dict[in
     return out
 
 
-def added_facts(delta: ColumnDelta, plan: Plan, rel: str, limit: int) -> list[Fact]:
+def added_facts(delta: ColumnDelta, plan: Plan, rel: str, limit: int) -> dict[Fact, int]:
     """At most ``limit`` of the facts ``rel`` gained, first in the store's canonical order,
-    decoded (the others are never decoded: a load adds millions)."""
+    decoded (the others are never decoded: a load adds millions), each with its row in the
+    engine's relation (so ``aggregate_witnesses`` need not encode it back)."""
     if rel not in delta.columns or limit <= 0:
-        return []
+        return {}
+    rows = delta.columns[rel][0]
     ids = delta.ids(rel, 0)
-    ids = ids[_order(delta.prog, ids)[:limit]]
-    return _facts(delta.prog, plan, rel, ids)
+    first = IdRows(delta.prog.values, ids).first(limit)
+    facts = _facts(delta.prog, plan, rel, ids[first])
+    return dict(zip(facts, np.asarray(rows)[first].tolist(), strict=True))
 
 
 def _alive(rel, rows: np.ndarray) -> np.ndarray:
     return rel.alive[rows]
 
 
-def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact]
+def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact],
+                        known: Mapping[Fact, int] | None = None
                         ) -> list[tuple[Fact, str, list[Fact]]]:
     """Per aggregate fact, one body binding that attains it (MIN and MAX bind the aggregated
     variable to the fact's value), found for all the facts of a rule in one join: what the
-    store shows as the support of a fact that keeps none."""
+    store shows as the support of a fact that keeps none. ``known``: rows of facts decoded
+    from this delta."""
     from netrules.engine.columnar.aggregate import AggRule
     from netrules.engine.columnar.joins import bind_head, compile_join
 
@@ -265,7 +245,12 @@ def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact]
         if not fs:
             continue
         rel = prog.rels[r.rule.head.relation]
-        rows = rel.find(prog.values.encode_rows([f.args for f in fs], rel.arity))
+        known = known or {}
+        rows = np.array([known.get(f, -1) for f in fs], dtype=np.int64)
+        todo = np.flatnonzero(rows < 0)  # encoding a path back to ids is per element
+        if len(todo):
+            rows[todo] = rel.find(prog.values.encode_rows([fs[k].args for k in todo.tolist()],
+                                                          rel.arity))
         keep = rows >= 0
         rows, fs = rows[keep], [f for f, k in zip(fs, keep.tolist(), strict=True) if k]
         tab = bind_head(r.rule, rel, rows)

@@ -28,7 +28,8 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from itertools import repeat
+from typing import Any, NamedTuple, Protocol
 
 from netrules.errors import StoreError
 from netrules.eventlog.schema import Event
@@ -39,6 +40,9 @@ from netrules.store.schema import SCHEMA_VERSION, ddl
 __all__ = [
     "BatchRecord",
     "BatchSummary",
+    "BulkRows",
+    "RowSource",
+    "TextRows",
     "Change",
     "TopoLink",
     "TopoNode",
@@ -60,13 +64,18 @@ def check_relation(name: Any) -> str:
     return name
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # json.dumps builds one a call
+
+
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
+    return _ENCODER.encode(obj)
 
 
 def args_json(args: Sequence[Value]) -> str:
-    """The canonical JSON text of a fact's arguments (its identity in the store)."""
-    return _dumps([value_to_json(a) for a in args])
+    """The canonical JSON text of a fact's arguments (its identity in the store). A tuple is
+    a JSON array to ``json.dumps`` already, so the C encoder takes a path list as it is
+    (``value_to_json`` first made each one a list, which cost more than the encoding)."""
+    return _dumps(tuple(args))
 
 
 def fact_from_json_args(relation: str, args: str, loc_pos: int | None) -> Fact:
@@ -85,7 +94,7 @@ def loc_text(fact: Fact) -> str | None:
 def _body_json(body: Sequence[Fact]) -> str:
     # [relation, args, loc]: the spec's [relation, args] pair plus the @ position so a `why`
     # tree prints body facts exactly as the engine saw them; readers may ignore the third item.
-    return _dumps([[f.relation, [value_to_json(a) for a in f.args], f.loc] for f in body])
+    return _dumps([[f.relation, f.args, f.loc] for f in body])
 
 
 def _body_from_json(text: str) -> list[Fact]:
@@ -142,19 +151,50 @@ class TopoLink(NamedTuple):
     attrs: dict[str, Any]
 
 
+class RowSource(Protocol):
+    """A relation's changed rows in the store's form, produced while they are written: the
+    canonical args JSON of each row (in the order the change log gets them) and, for
+    additions, the location text. The columnar pipeline renders them from id columns a chunk
+    at a time (``pipeline/bulk_rows.py``), so a load's millions of rows never exist at once
+    as Python objects."""
+
+    def __len__(self) -> int: ...
+
+    def chunks(self) -> Iterator[tuple[Sequence[str], Sequence[str | None] | None]]:
+        """Rows a chunk at a time. Location texts None (additions only): each row's location
+        is the JSON string at its relation's ``@`` position, and its args are strict JSON;
+        the backend reads it out of the args (one statement, no text bound per row)."""
+        ...
+
+
+class TextRows:
+    """A :class:`RowSource` over rows already rendered (args texts, location texts)."""
+
+    def __init__(self, args: Sequence[str], locs: Sequence[str | None] | None = None) -> None:
+        self.args = args
+        self.locs = locs if locs is not None else [None] * len(args)
+
+    def __len__(self) -> int:
+        return len(self.args)
+
+    def chunks(self) -> Iterator[tuple[Sequence[str], Sequence[str | None] | None]]:
+        if self.args:
+            yield self.args, self.locs
+
+
 @dataclass
 class BulkRows:
     """A batch's view changes already in the store's form, for deltas too large to carry as
-    Fact objects: per relation, the canonical args JSON (sorted) and, for additions, the
-    location text. The columnar engine's pipeline builds these from id columns."""
+    Fact objects: per relation, a :class:`RowSource` of the rows added and of those removed,
+    and the relation's ``@`` position."""
 
     loc_pos: dict[str, int | None] = field(default_factory=dict)
-    added: dict[str, tuple[list[str], list[str | None]]] = field(default_factory=dict)
-    removed: dict[str, list[str]] = field(default_factory=dict)
+    added: dict[str, RowSource] = field(default_factory=dict)
+    removed: dict[str, RowSource] = field(default_factory=dict)
 
     def counts(self) -> tuple[dict[str, int], dict[str, int]]:
-        return ({r: len(a) for r, (a, _) in self.added.items() if a},
-                {r: len(v) for r, v in self.removed.items() if v})
+        return ({r: len(a) for r, a in self.added.items() if len(a)},
+                {r: len(v) for r, v in self.removed.items() if len(v)})
 
 
 @dataclass
@@ -208,13 +248,12 @@ class BatchRecord:
                 raise StoreError(f"batch {self.batch_id}: bad link state {link!r}")
 
 
-def _bulk_rows(bulk: BulkRows) -> tuple[list[tuple[str, str, int | None]],
-                                        list[tuple[str, str, int | None, str | None]]]:
-    gone = [(rel, args, bulk.loc_pos.get(rel)) for rel in sorted(bulk.removed)
-            for args in bulk.removed[rel]]
-    came = [(rel, args, bulk.loc_pos.get(rel), loc) for rel in sorted(bulk.added)
-            for args, loc in zip(*bulk.added[rel], strict=True)]
-    return gone, came
+_DELETE_VIEW = "DELETE FROM views WHERE relation = ? AND args = ?"
+_ON_VIEW_CONFLICT = (" ON CONFLICT (relation, args) DO UPDATE SET loc = excluded.loc, "
+                     "loc_pos = excluded.loc_pos, batch_id = excluded.batch_id")
+_INSERT_VIEW = ("INSERT INTO views (relation, args, loc, loc_pos, batch_id) "
+                "VALUES (?, ?, ?, ?, ?)" + _ON_VIEW_CONFLICT)
+_CHANGE_COLUMNS = ("batch_id", "seq", "time", "relation", "args", "loc_pos", "op")
 
 
 def _facts_sorted(facts: Mapping[str, Iterable[Fact]]) -> list[Fact]:
@@ -258,6 +297,11 @@ class Store(ABC):
     def _arg_match(self, position: int, value: Value) -> tuple[str, list[Any]]:
         """SQL condition (and its parameters) true when argument ``position`` may equal
         ``value``. May over-approximate (rows are re-checked in Python), never under."""
+
+    @abstractmethod
+    def _arg_text(self, position: int) -> tuple[str, list[Any]]:
+        """SQL expression (and its parameters) of the string at argument ``position`` of a
+        row's strict-JSON ``args``, unescaped: the location text of a view row."""
 
     @abstractmethod
     def _close(self) -> None: ...
@@ -405,27 +449,22 @@ class Store(ABC):
                  json.dumps(batch.stats, default=str, separators=(",", ":"))))
             if cur.rowcount == 0:
                 return False
+            t = float(batch.time)
             if batch.bulk is not None:
-                gone, came = _bulk_rows(batch.bulk)
+                self._write_bulk(batch.bulk, bid, t)
             else:
                 gone = [(f.relation, args_json(f.args), f.loc)
                         for f in _facts_sorted(batch.removed)]
                 came = [(f.relation, args_json(f.args), f.loc, loc_text(f))
                         for f in _facts_sorted(batch.added)]
-            self._executemany("DELETE FROM views WHERE relation = ? AND args = ?",
-                              [(rel, args) for rel, args, _ in gone])
-            self._executemany(
-                "INSERT INTO views (relation, args, loc, loc_pos, batch_id) VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT (relation, args) DO UPDATE SET loc = excluded.loc, "
-                "loc_pos = excluded.loc_pos, batch_id = excluded.batch_id",
-                [(rel, args, loc, pos, bid) for rel, args, pos, loc in came])
-            t = float(batch.time)
-            log = ([(bid, seq, t, rel, args, pos, "-") for seq, (rel, args, pos) in enumerate(gone)]
-                   + [(bid, len(gone) + seq, t, rel, args, pos, "+")
-                      for seq, (rel, args, pos, _) in enumerate(came)])
-            self._executemany(
-                "INSERT INTO changes (batch_id, seq, time, relation, args, loc_pos, op) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", log)
+                self._executemany(_DELETE_VIEW, [(rel, args) for rel, args, _ in gone])
+                self._executemany(_INSERT_VIEW,
+                                  [(rel, args, loc, pos, bid) for rel, args, pos, loc in came])
+                log = ([(bid, seq, t, rel, args, pos, "-")
+                        for seq, (rel, args, pos) in enumerate(gone)]
+                       + [(bid, len(gone) + seq, t, rel, args, pos, "+")
+                          for seq, (rel, args, pos, _) in enumerate(came)])
+                self._insert_changes(log)
             self._executemany("DELETE FROM derivations WHERE relation = ? AND args = ?",
                               [(f.relation, args_json(f.args)) for f in batch.derivations_removed])
             drows = []
@@ -459,6 +498,41 @@ class Store(ABC):
                   _dumps([e.to_json() for e in a.trigger_events]))
                  for a in batch.alerts_raised])
         return True
+
+    def _write_bulk(self, bulk: BulkRows, bid: int, t: float) -> None:
+        """A columnar batch's view changes, streamed chunk by chunk as the pipeline renders
+        them: removals first, then additions, each relation in name order, numbered in the
+        change log in that order (what the per-fact path writes for the same rows)."""
+        seq = 0
+        for op, side in (("-", bulk.removed), ("+", bulk.added)):
+            for rel in sorted(side):
+                check_relation(rel)
+                pos = bulk.loc_pos.get(rel)
+                for args, locs in side[rel].chunks():
+                    n = len(args)
+                    self._insert_changes(zip(repeat(bid), range(seq, seq + n), repeat(t),
+                                             repeat(rel), args, repeat(pos), repeat(op)))
+                    if op == "-":
+                        self._executemany(_DELETE_VIEW, zip(repeat(rel), args))
+                    elif locs is not None:
+                        self._executemany(_INSERT_VIEW, zip(repeat(rel), args, locs,
+                                                            repeat(pos), repeat(bid)))
+                    else:  # the rows just logged, their locations read out of their args
+                        if pos is None:
+                            raise StoreError(f"{rel}: rows without locations need a @ position")
+                        loc_sql, loc_params = self._arg_text(pos)
+                        self._execute(
+                            "INSERT INTO views (relation, args, loc, loc_pos, batch_id) SELECT "
+                            f"relation, args, {loc_sql}, loc_pos, batch_id FROM changes WHERE "
+                            "batch_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
+                            + _ON_VIEW_CONFLICT, [*loc_params, bid, seq, seq + n])
+                    seq += n
+
+    def _insert_changes(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Append change-log rows (``_CHANGE_COLUMNS``); PostgreSQL copies them in."""
+        self._executemany(
+            "INSERT INTO changes (batch_id, seq, time, relation, args, loc_pos, op) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     # -- the read path ------------------------------------------------------------------
     def last_batch_id(self) -> int | None:

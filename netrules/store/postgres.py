@@ -69,6 +69,14 @@ class PostgresStore(Store):
             with self._conn.cursor() as cur:
                 cur.executemany(self._sql(sql), rows)
 
+    def _insert_changes(self, rows: Iterable[Sequence[Any]]) -> None:
+        # COPY: one stream per chunk instead of a statement per change-log row
+        with self._conn.cursor() as cur, cur.copy(
+                "COPY changes (batch_id, seq, time, relation, args, loc_pos, op) FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row(row)
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
         with self._conn.transaction():
@@ -93,6 +101,9 @@ class PostgresStore(Store):
         return ("CASE WHEN strpos(args, 'Infinity') = 0 AND strpos(args, 'NaN') = 0 "
                 "THEN (args::jsonb -> (?)::int) = (?)::jsonb ELSE TRUE END",
                 [int(position), json.dumps(value_to_json(value))])
+
+    def _arg_text(self, position: int) -> tuple[str, list[Any]]:
+        return "(args::jsonb ->> (?)::int)", [int(position)]
 
     def _close(self) -> None:
         self._conn.close()

@@ -21,6 +21,7 @@ from netrules.errors import StoreError
 from netrules.eventlog.schema import Event, EventKind
 from netrules.facts import Fact
 from netrules.store import BatchRecord, Store, open_store
+from netrules.store.base import BulkRows, TextRows, args_json, loc_text
 
 # -- a throwaway PostgreSQL server ----------------------------------------------------------
 
@@ -97,7 +98,18 @@ _dbs = itertools.count()
 def store_url(request: pytest.FixtureRequest, tmp_path) -> str:
     """A fresh, empty store URL per test: a new SQLite file, or a new PostgreSQL schema (much
     cheaper than a database) selected through the URL's search_path option."""
-    if request.param == "sqlite":
+    return _fresh_url(request, tmp_path)
+
+
+@pytest.fixture
+def other_url(store_url: str, request: pytest.FixtureRequest, tmp_path) -> str:
+    """A second fresh store of the same backend, for comparing two writes."""
+    return _fresh_url(request, tmp_path / "other")
+
+
+def _fresh_url(request: pytest.FixtureRequest, tmp_path) -> str:
+    if request.node.callspec.params["store_url"] == "sqlite":
+        tmp_path.mkdir(parents=True, exist_ok=True)
         return str(tmp_path / "store.db")
     import psycopg
 
@@ -187,6 +199,85 @@ def test_views_round_trip(store: Store) -> None:
     assert store.snapshot()["link"] == [["a", "b", 1], ["b", "c", 2], ["c", "d", 1]]
     assert ["b", float("inf"), -3] in store.snapshot()["odd"]
     assert store.snapshot()["odd"][0] == [1, "num-first", 7]  # numbers sort first
+
+
+def test_bulk_rows_write_what_facts_write(make_store: Callable[..., Store],
+                                          other_url: str) -> None:
+    """A batch given as row sources (the columnar pipeline's form), locations bound per row
+    or read out of the args by the backend, stores the same views and change log as the same
+    batch given as facts; chunks of one relation are numbered on in the change log."""
+    names = ["a", "ünï", 'q"uote', "back\\slash", "Cumaná"]
+    paths = [Fact("path", (s, d, (s, "x", d), 3), 0) for s in names for d in names]
+    links = [link(s, d) for s in names for d in names if s != d]
+    odd = [Fact("odd", (1, "n"), 0), Fact("odd", (2, "m"), 0)]  # a location that is a number
+    gone = [link("a", "ünï")]
+    facts, bulky = make_store(), open_store(other_url)
+    facts.write_batch(BatchRecord(0, 1.0, added={"link": links}))
+    bulky.write_batch(BatchRecord(0, 1.0, added={"link": links}))
+    assert facts.write_batch(BatchRecord(1, 2.0, added={"path": paths, "odd": odd},
+                                  removed={"link": gone}))
+
+    def rows(fs: list[Fact], locs: bool) -> TextRows:
+        fs = sorted(fs, key=Fact.key)
+        args = [args_json(f.args) for f in fs]
+        return TextRows(args, [loc_text(f) for f in fs] if locs else None)
+
+    class Chunked(TextRows):
+        def chunks(self):  # type: ignore[override]
+            for i in range(0, len(self.args), 7):
+                yield self.args[i:i + 7], None
+
+    p = rows(paths, False)
+    assert bulky.write_batch(BatchRecord(1, 2.0, bulk=BulkRows(
+        loc_pos={"path": 0, "odd": 0, "link": 0},
+        added={"path": Chunked(p.args), "odd": rows(odd, True)},
+        removed={"link": rows(gone, False)})))
+    for s in (facts, bulky):
+        assert s.relations() == {"link": len(links) - 1, "path": len(paths), "odd": 2}
+    for rel in ("link", "path", "odd"):
+        want = facts.read_view(rel)
+        assert bulky.read_view(rel) == want
+        assert [f.loc for f in bulky.read_view(rel)] == [f.loc for f in want]
+        for n in names:
+            assert bulky.read_view(rel, at=n) == facts.read_view(rel, at=n)
+    assert bulky.read_view("odd", at="1") == facts.read_view("odd", at="1") == [odd[0]]
+    assert bulky.changes() == facts.changes()
+    assert bulky.batches()[-1].added == len(paths) + 2
+    bulky.close()
+
+
+def test_a_columnar_delta_writes_what_its_facts_write(make_store: Callable[..., Store],
+                                                     other_url: str) -> None:
+    """Best routes on a ring with a non-ASCII node, loaded then cut, by the columnar engine:
+    the pipeline's row sources (texts rendered from ids, PostgreSQL's COPY, locations read
+    out of the args) store the views and change log the delta's facts store."""
+    from netrules import programs
+    from netrules.engine.engine import Engine
+    from netrules.pipeline.bulk import store_rows
+    from netrules.plan import plan_program
+
+    plan = plan_program(programs.load("best_routes"))
+    eng = Engine(plan, "columnar")
+    nodes = ["a", "b", "Cumaná", 'q"u', "e", "f"]
+    links = [link(x, y, 1 + i % 3) for i, x in enumerate(nodes)
+             for y in (nodes[(i + 1) % 6], nodes[i - 1])]
+    bulky, facts = make_store(), open_store(other_url)
+    keep = plan.visible | plan.base
+    for bid, batch in enumerate([[("+", f) for f in links], [("-", links[0]), ("-", links[3])]]):
+        delta = eng.apply(batch)
+        added, removed = ({r: [Fact(r, row, plan.locspec.get(r, 0)) for row in rows]
+                           for r, rows in side.items() if r in keep}
+                          for side in (delta.added, delta.removed))
+        assert bulky.write_batch(BatchRecord(bid, 1.0 + bid,
+                                             bulk=store_rows(delta, plan, keep)))
+        assert facts.write_batch(BatchRecord(bid, 1.0 + bid, added=added, removed=removed))
+        for rel in ("bestPath", "bestCost", "link"):
+            assert bulky.read_view(rel) == facts.read_view(rel)
+            for n in nodes:
+                assert bulky.read_view(rel, at=n) == facts.read_view(rel, at=n)
+        assert sorted(bulky.changes()) == sorted(facts.changes())
+    assert len(bulky.read_view("bestPath")) == 30  # every pair still routed, the long way
+    facts.close()
 
 
 def test_batch_rewrite_is_a_noop(store: Store) -> None:

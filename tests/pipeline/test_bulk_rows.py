@@ -1,0 +1,75 @@
+"""Store rows rendered from id columns (pipeline/texts.py, pipeline/bulk_rows.py) against the
+per-fact forms they replace: ``args_json``, ``loc_text`` and the order by each column's text."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+
+from netrules.engine.columnar.values import Values
+from netrules.facts import Fact
+from netrules.pipeline.bulk_rows import RANK_ALL, IdRows
+from netrules.pipeline.decode import decode_rows
+from netrules.pipeline.texts import value_texts
+from netrules.store.base import args_json, loc_text
+
+ODD = [1, 2**40, -3, 1.5, "a", 'q"u\\o', "ünï", "Infinity", 0, (), ("a",), ("a", "b"),
+       (("x", 1), "y"), (1, (2, (3,)))]
+
+
+def _rows(rng: random.Random, n: int) -> list[tuple]:
+    names = ["a", "b", "ab", "Cumaná", 'q"u', "z"]
+    out = set()
+    while len(out) < n:
+        path = tuple(rng.choice(names) for _ in range(rng.randint(0, 6)))
+        out.add((rng.choice(names), rng.choice([*names, 7, 12]), path, rng.randint(0, 30)))
+    return list(out)
+
+
+def test_value_texts_are_the_canonical_json() -> None:
+    rng = random.Random(4)
+    vals = ODD + [tuple(rng.choice(["a", "b", 1, 2.5, ("q",)]) for _ in range(rng.randint(0, 9)))
+                  for _ in range(500)]
+    v = Values()
+    ids = np.array([v.encode(x) for x in vals], dtype=np.int64)
+    assert value_texts(v, ids).to_pylist() == [args_json((x,))[1:-1] for x in vals]
+    assert value_texts(v, ids[::-1]).to_pylist() == [args_json((x,))[1:-1] for x in vals[::-1]]
+
+
+def test_id_rows_are_the_sorted_store_rows() -> None:
+    """Rows come ordered column by column by text, whatever order their ids were interned
+    in (a column with many values ranked among the rows the columns before it tie); chunks
+    join up; locations are the strings (or another value's JSON); ``first``
+    agrees with the full order."""
+    rows = _rows(random.Random(9), 400)
+    rows += [(a, b, p, c + 100) for a, b, p, c in rows[:60]]  # equal but for the last column
+    for loc, rank_all in ((0, RANK_ALL), (1, RANK_ALL), (0, 1)):  # 1: ranked among ties only
+        v = Values()
+        for r in random.Random(loc).sample(rows, len(rows)):  # interned in another order
+            v.encode_rows([r], 4)
+        ids = v.encode_rows(rows, 4)
+        facts = [Fact("r", r, loc) for r in rows]
+        want = sorted(facts, key=lambda f: [args_json((a,))[1:-1] for a in f.args])
+        got_args: list[str] = []
+        got_locs: list[str | None] = []
+        for args, locs in IdRows(v, ids, loc, rank_all=rank_all).chunks(size=37):
+            got_args += args
+            got_locs += locs if locs is not None else [json.loads(a)[loc] for a in args]
+        assert got_args == [args_json(f.args) for f in want]
+        assert got_locs == [loc_text(f) for f in want]
+        first = IdRows(v, ids, rank_all=rank_all).first(50)
+        assert [args_json(rows[i]) for i in first] == got_args[:50]
+
+
+def test_decoded_lists_are_the_engine_values() -> None:
+    """``pipeline/decode.py`` builds each list from its tail's tuple: the same values as
+    ``Values.decode_rows``, shared suffixes, nested lists and repeats included."""
+    rng = random.Random(5)
+    pick = ["a", "b", 1, 2.5, ("q", "a")]
+    vals = ODD + [tuple(rng.choice(pick) for _ in range(rng.randint(0, 9))) for _ in range(500)]
+    v = Values()
+    ids = np.array([v.encode(x) for x in vals], dtype=np.int64).reshape(-1, 1)
+    rows = np.hstack([ids, ids[::-1]])
+    assert decode_rows(v, rows) == v.decode_rows(rows) == list(zip(vals, vals[::-1], strict=True))
