@@ -144,19 +144,10 @@ def touched_groups(ar: AggRule, prog: ColumnarProgram, d_in: Rows, a_in: Rows,
     for it, and four joins per step are saved)."""
     found: list[np.ndarray] = []
     joined: list[int] = []
-    for i, atom in enumerate(ar.atoms):
-        at = ar.group_at[i]
+    atoms = [*ar.atoms, *(a for a, _ in ar.negs)]
+    for i, (atom, at) in enumerate(zip(atoms, [*ar.group_at, *ar.neg_group_at], strict=True)):
         if at is None:
-            joined.append(i)
-            continue
-        rel = prog.rels[atom.relation]
-        for rows in (d_in.get(atom.relation), a_in.get(atom.relation)):
-            if rows is not None and len(rows):
-                found.append(rel.cols[rows][:, at].astype(np.int64))
-    for k, (atom, _) in enumerate(ar.negs):
-        at = ar.neg_group_at[k]
-        if at is None:
-            joined.append(-1 - k)
+            joined.append(i if i < len(ar.atoms) else len(ar.atoms) - 1 - i)
             continue
         rel = prog.rels[atom.relation]
         for rows in (d_in.get(atom.relation), a_in.get(atom.relation)):
