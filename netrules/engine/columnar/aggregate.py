@@ -293,13 +293,13 @@ def _arg_extreme(ar: AggRule, prog: ColumnarProgram, tab: Table, groups: np.ndar
 
 
 def _payload_rank(prog: ColumnarProgram, pay: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """A rank per row of tied payloads that puts each group's least payload (by
-    ``sort_key`` of the tuple) first. A single list column, a route, is compared within its
-    group from the front (``Values.least_in_groups``): 0 for the least, 1 for the rest;
-    otherwise every payload is ranked against every other, column by column."""
+    """A rank per row of tied payloads (``group``: each row's group index, from 0) that
+    puts each group's least payload (by ``sort_key`` of the tuple) first. A single list
+    column, a route, is compared within its group from the front
+    (``Values.least_in_groups``): 0 for the least, 1 for the rest; otherwise every payload
+    is ranked against every other, column by column."""
     if pay.shape[1] == 1:
-        _, g = np.unique(group, return_inverse=True)
-        best = prog.values.least_in_groups(pay[:, 0], g)
+        best = prog.values.least_in_groups(pay[:, 0], group)
         if best is not None:
             r = np.ones(len(pay), dtype=np.int64)
             r[best[best >= 0]] = 0

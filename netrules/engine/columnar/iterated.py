@@ -179,11 +179,12 @@ class IteratedStage:
         frows = np.unique(rel.rows_for(np.concatenate(found))) if found else _empty()
         come = frows[~rel.alive[frows]]
         gone = _empty()
-        if lost or (over is not None and self.plain_of.get(name)):
+        hidden = over[1] if over is not None and self.plain_of.get(name) else None
+        if lost or hidden is not None:
             lrows = rel.find(np.concatenate(lost)) if lost else _empty()
             lrows = np.unique(lrows[lrows >= 0])
-            if over is not None and self.plain_of.get(name):
-                lrows = np.union1d(lrows, over[1])
+            if hidden is not None:
+                lrows = np.union1d(lrows, hidden)
             lrows = lrows[rel.alive[lrows]]
             if len(frows):
                 lrows = lrows[~np.isin(lrows, frows)]
