@@ -78,6 +78,8 @@ class IteratedStage:
                       | {a.relation for r in aggs for a, _ in r.negs})
         self.lower = self.reads - relations
         self.iterations = 0
+        for name in relations:
+            prog.rels[name].unranked()
         self.plain_of: dict[str, list[_Rule]] = {}
         self.aggs_of: dict[str, list[AggRule]] = {}
         self.reads_of: dict[str, set[str]] = {name: set() for name in relations}

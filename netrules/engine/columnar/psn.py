@@ -680,7 +680,7 @@ class ColumnarProgram:
         out = np.zeros(len(gids), dtype=np.int64)
         for c in np.unique(code):
             m = code == c
-            out[m] = self.rels[self.names[int(c)]].rank[rows[m]]
+            out[m] = self.rels[self.names[int(c)]].rank_at(rows[m])
         return out
 
     def alive_gids(self, gids: np.ndarray) -> np.ndarray:
