@@ -311,3 +311,38 @@ def test_revive_sets_rank_count_alive_and_first_touch(facts: set[int], touched: 
     assert sorted(first.tolist()) == sorted(f for f in facts if not touched[f])
     assert tc.tolist() == [t or i in facts for i, t in enumerate(touched)]
     assert tb.tolist() == [not (i in facts and not touched[i]) for i in range(10)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 5),
+       st.lists(st.lists(st.integers(0, 4), min_size=5, max_size=5), min_size=1, max_size=25),
+       st.lists(st.lists(st.integers(-1, 5), min_size=5, max_size=5), max_size=25))
+def test_row_keys_are_exact_and_probes_miss_what_was_never_stored(
+        width: int, stored: list, probes: list) -> None:
+    """Interned keys are equal exactly when rows are; a lookup finds a stored row's key and
+    gives -1 for a row never stored with that prefix or with a negative id (a constant
+    never interned), whichever path (compiled chain, two ids packed, one id) it takes."""
+    from netrules.engine.columnar.keys import Pairs
+
+    pairs = Pairs()
+    rows = np.array([s[:width] for s in stored], np.int64).reshape(len(stored), width)
+    cols = [rows[:, j] for j in range(width)]
+    keys = pairs.key(cols, intern=True).tolist()
+    first: dict[tuple, int] = {}
+    for row, k in zip(map(tuple, rows.tolist()), keys, strict=True):
+        assert first.setdefault(row, k) == k
+    assert len(set(first.values())) == len(first)
+    # interning again, as one 2-d array, gives the same keys
+    if width >= 3:
+        assert pairs.row_keys(rows, intern=True).tolist() == keys
+    q = np.array([p[:width] for p in probes], np.int64).reshape(len(probes), width)
+    got = pairs.key([q[:, j] for j in range(width)], intern=False).tolist()
+    prefixes = {row[:j] for row in first for j in range(2, width)}
+    for row, k in zip(map(tuple, q.tolist()), got, strict=True):
+        if row in first:
+            assert k == first[row]
+        elif min(row) < 0 or (width >= 3 and row[:width - 1] not in prefixes
+                              and row[:width - 1] not in {r[:width - 1] for r in first}):
+            assert k == -1 or width == 1
+        else:
+            assert k not in first.values()

@@ -38,6 +38,23 @@ class Int64Map:
     def __len__(self) -> int:
         return self.size
 
+    # the open-addressing arrays, for compiled loops that chain lookups (``kernels``)
+    @property
+    def table(self) -> np.ndarray:
+        return self._keys
+
+    @property
+    def vals(self) -> np.ndarray:
+        return self._vals
+
+    @property
+    def mask(self) -> int:
+        return self._mask
+
+    @property
+    def shift(self) -> np.uint64:
+        return self._shift
+
     def nbytes(self) -> int:
         return self._keys.nbytes + self._vals.nbytes
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from netrules.engine.columnar import kernels
 from netrules.engine.columnar.hashmap import Int64Map
 
 __all__ = ["Pairs", "pack", "unique_rows"]
@@ -67,16 +68,29 @@ class Pairs:
 
     def key(self, cols: list[np.ndarray], *, intern: bool) -> np.ndarray:
         """The key of each row given as columns; -1 where ``intern`` is off and a prefix was
-        never stored."""
+        never stored (or an id is negative: a constant never interned)."""
         if len(cols) == 1:
             return cols[0].copy()
-        p = cols[0]
-        missing = None
-        for c in cols[1:-1]:
-            p = self.ids(np.where(p < 0, 0, p), c, intern=intern)
-            if not intern:
-                missing = p < 0 if missing is None else missing | (p < 0)
-        k = pack(np.where(p < 0, 0, p), cols[-1])
-        if missing is not None:
-            k[missing] = -1
+        if len(cols) == 2:
+            k = pack(cols[0], cols[1])
+            k[(cols[0] < 0) | (cols[1] < 0)] = -1
+            return k
+        return self.row_keys(np.stack(cols, axis=1), intern=intern)
+
+    def row_keys(self, rows: np.ndarray, *, intern: bool) -> np.ndarray:
+        """``key`` of a 2-d array of ids, three or more columns: one compiled pass
+        (``kernels.chain_keys``); interning, the rows it misses take the array path."""
+        m = self._map
+        k = kernels.chain_keys(m.table, m.vals, np.int64(m.mask), m.shift, rows)
+        if intern:
+            miss = np.flatnonzero(k < 0)
+            if len(miss):
+                k[miss] = self._interned(rows[miss])
         return k
+
+    def _interned(self, rows: np.ndarray) -> np.ndarray:
+        """Keys of rows of non-negative ids, interning every prefix not seen before."""
+        p = rows[:, 0]
+        for j in range(1, rows.shape[1] - 1):
+            p = self.ids(p, rows[:, j], intern=True)
+        return pack(p, rows[:, -1])

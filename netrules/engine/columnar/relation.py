@@ -233,6 +233,8 @@ class Relation:
         grow(self, self._arrays, self.n, need)
 
     def keys(self, cols: np.ndarray, *, intern: bool) -> np.ndarray:
+        if self.arity >= 3:
+            return self.pairs.row_keys(cols, intern=intern)
         return self.pairs.key([cols[:, j] for j in range(self.arity)], intern=intern)
 
     def find(self, cols: np.ndarray) -> np.ndarray:
