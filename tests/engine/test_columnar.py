@@ -319,8 +319,8 @@ def test_revive_sets_rank_count_alive_and_first_touch(facts: set[int], touched: 
        st.lists(st.lists(st.integers(-1, 5), min_size=5, max_size=5), max_size=25))
 def test_row_keys_are_exact_and_probes_miss_what_was_never_stored(
         width: int, stored: list, probes: list) -> None:
-    """Interned keys are equal exactly when rows are; a lookup finds a stored row's key and
-    gives -1 for a row never stored with that prefix or with a negative id (a constant
+    """Interned keys are equal exactly when rows are; a lookup finds a stored row's key,
+    never matches a row not stored, and gives -1 for a row with a negative id (a constant
     never interned), whichever path (compiled chain, two ids packed, one id) it takes."""
     from netrules.engine.columnar.keys import Pairs
 
@@ -337,12 +337,21 @@ def test_row_keys_are_exact_and_probes_miss_what_was_never_stored(
         assert pairs.row_keys(rows, intern=True).tolist() == keys
     q = np.array([p[:width] for p in probes], np.int64).reshape(len(probes), width)
     got = pairs.key([q[:, j] for j in range(width)], intern=False).tolist()
-    prefixes = {row[:j] for row in first for j in range(2, width)}
     for row, k in zip(map(tuple, q.tolist()), got, strict=True):
         if row in first:
             assert k == first[row]
-        elif min(row) < 0 or (width >= 3 and row[:width - 1] not in prefixes
-                              and row[:width - 1] not in {r[:width - 1] for r in first}):
-            assert k == -1 or width == 1
-        else:
+        elif min(row) < 0 and width > 1:
+            assert k == -1
+        else:  # pair ids are shared by every prefix length, so a miss may still pack
             assert k not in first.values()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-3, 40), max_size=60), st.lists(st.integers(-3, 40), max_size=60))
+def test_distinct_and_union_are_numpys(a: list[int], b: list[int]) -> None:
+    from netrules.engine.columnar.keys import distinct, union
+
+    x, y = np.array(a, np.int64), np.array(b, np.int64)
+    assert distinct(x).tolist() == np.unique(x).tolist()
+    assert union(x, y).tolist() == np.union1d(x, y).tolist()
+    assert distinct(x).dtype == x.dtype

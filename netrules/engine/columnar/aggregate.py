@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netrules.engine.columnar.joins import Join, Reader, Table, compile_join, head_columns
-from netrules.engine.columnar.keys import unique_rows
+from netrules.engine.columnar.keys import distinct, unique_rows
 from netrules.engine.columnar.relation import RowSet
 from netrules.engine.columnar.values import SMALL
 from netrules.lang import ast
@@ -333,7 +333,7 @@ def regroup(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
     _, old = group_rows(ar, prog, groups)
     new_rows = rel.rows_for(heads) if len(heads) else np.empty(0, np.int64)
     gone = old[~RowSet(rel.n, new_rows).has(old)] if len(new_rows) else old
-    return np.unique(gone), np.unique(new_rows[~rel.alive[new_rows]])
+    return distinct(gone), distinct(new_rows[~rel.alive[new_rows]])
 
 
 def maintain_aggregate(ar: AggRule, prog: ColumnarProgram, ch: _Changes) -> None:

@@ -34,7 +34,7 @@ from netrules.engine.columnar.aggregate import (
     touched_groups,
 )
 from netrules.engine.columnar.joins import Reader, Table, bind_head, head_columns
-from netrules.engine.columnar.keys import unique_rows
+from netrules.engine.columnar.keys import distinct, union, unique_rows
 from netrules.engine.columnar.relation import RowSet
 from netrules.errors import EvalError
 
@@ -178,15 +178,15 @@ class IteratedStage:
         for r in self.plain_of.get(name, ()):
             lost.extend(self._heads(r, d_lost, a_in, before))
             found.extend(self._heads(r, a_in, d_in, after))
-        frows = np.unique(rel.rows_for(np.concatenate(found))) if found else _empty()
+        frows = distinct(rel.rows_for(np.concatenate(found))) if found else _empty()
         come = frows[~rel.alive[frows]]
         gone = _empty()
         hidden = over[1] if over is not None and self.plain_of.get(name) else None
         if lost or hidden is not None:
             lrows = rel.find(np.concatenate(lost)) if lost else _empty()
-            lrows = np.unique(lrows[lrows >= 0])
+            lrows = distinct(lrows[lrows >= 0])
             if hidden is not None:
-                lrows = np.union1d(lrows, hidden)
+                lrows = union(lrows, hidden)
             lrows = lrows[rel.alive[lrows]]
             if len(frows):
                 lrows = lrows[~np.isin(lrows, frows)]
@@ -195,8 +195,8 @@ class IteratedStage:
             groups = touched_groups(ar, prog, d_in, a_in, before, after)
             if len(groups):
                 g, c = regroup(ar, prog, groups, after)
-                gone = np.union1d(gone, g)
-                come = np.union1d(come, c)
+                gone = union(gone, g)
+                come = union(come, c)
         return gone, come
 
     # -- a batch ---------------------------------------------------------------------------
@@ -241,7 +241,8 @@ class IteratedStage:
                     found = rel.find(heads)
                     kept.append(found[found >= 0])
             if kept:
-                k = np.intersect1d(np.concatenate(kept), rows)
+                k = np.concatenate(kept)
+                k = distinct(k[np.isin(k, rows)])
                 if len(k):
                     out[name] = k
                     gone[name] = np.setdiff1d(rows, k, assume_unique=True)
@@ -279,7 +280,7 @@ class IteratedStage:
             pos, neg = {}, {}
             for name, parts in newly.items():
                 rel = prog.rels[name]
-                rows = np.unique(np.concatenate(parts))
+                rows = distinct(np.concatenate(parts))
                 mark = marks.get(name)
                 if mark is None or len(mark) < rel.n:
                     grown = np.zeros(rel.n, dtype=bool)
@@ -391,7 +392,7 @@ class IteratedStage:
         h = hidden.pop(name, None)
         if h is not None:
             gone, come = (np.setdiff1d(gone, h, assume_unique=True),
-                          np.union1d(come, np.setdiff1d(h, gone, assume_unique=True)))
+                          union(come, np.setdiff1d(h, gone, assume_unique=True)))
         if not len(gone) and not len(come):
             return
         for q in self.readers_of[name]:
@@ -407,7 +408,7 @@ def _without(rows: np.ndarray, drop: np.ndarray | None) -> np.ndarray:
 def _union(a: Rows, b: Rows) -> Rows:
     out = dict(a)
     for k, v in b.items():
-        out[k] = np.union1d(out[k], v) if k in out else v
+        out[k] = union(out[k], v) if k in out else v
     return out
 
 
@@ -420,9 +421,9 @@ def _merge(p: dict[str, tuple[np.ndarray, np.ndarray]], name: str, gone: np.ndar
         p[name] = (gone, come)
         return
     d0, a0 = old
-    d = np.union1d(np.setdiff1d(d0, come, assume_unique=True),
+    d = union(np.setdiff1d(d0, come, assume_unique=True),
                    np.setdiff1d(gone, a0, assume_unique=True))
-    a = np.union1d(np.setdiff1d(a0, gone, assume_unique=True),
+    a = union(np.setdiff1d(a0, gone, assume_unique=True),
                    np.setdiff1d(come, d0, assume_unique=True))
     p[name] = (d, a)
 
