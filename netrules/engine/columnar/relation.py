@@ -275,6 +275,31 @@ class Relation:
                 ix.append(new)
         return rows
 
+    def compact(self) -> np.ndarray:
+        """Drop the dead rows, renumbering the rest in order; returns each old row's new
+        number (-1: dropped). Rows otherwise never move, so a relation whose facts keep
+        changing (a best route's path after every flap) grows by every fact it ever held:
+        on americas, 40 link flaps left route 45% dead rows that every probe still walks.
+        Only for a relation no kept support names (the caller checks): its rows are
+        referenced by its own map and indexes alone, between batches."""
+        keep = np.flatnonzero(self.alive[: self.n])
+        new = np.full(self.n, -1, dtype=np.int64)
+        new[keep] = np.arange(len(keep), dtype=np.int64)
+        cap = max(16, len(keep) + len(keep) // 8)
+        for name in self._arrays:
+            old = getattr(self, name)
+            arr = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
+            arr[: len(keep)] = old[keep]
+            setattr(self, name, arr)  # a fresh array: deltas of past batches keep the old
+        self.n = len(keep)
+        self.map = Int64Map(len(keep))
+        if len(keep) and self.arity:
+            self.map.put_new(self.keys(self.cols[: self.n], intern=False),
+                             np.arange(self.n, dtype=np.int64))
+        for ix in self._indexes.values():
+            ix.buckets.renumber(new)
+        return new
+
     def set_alive(self, rows: np.ndarray) -> None:
         """Mark distinct dead ``rows`` alive."""
         self.alive[rows] = True

@@ -49,13 +49,17 @@ class ColumnDelta(Delta):
     def __init__(self, prog: ColumnarProgram,
                  changes: dict[str, tuple[np.ndarray, np.ndarray]], stats: BatchStats) -> None:
         self.prog, self.columns, self.stats = prog, changes, stats
+        # the row arrays as of this batch: a later batch may compact a relation
+        # (``Relation.compact``) and renumber its rows, but never writes a row it already
+        # has into an array, so these keep answering for this delta's rows
+        self._cols = {r: prog.rels[r].cols for r in changes}
         self._added = _Decoded(self, 0)
         self._removed = _Decoded(self, 1)
 
     def ids(self, relation: str, which: int) -> np.ndarray:
         """The id rows added (``which`` 0) or removed (1) in ``relation``."""
         rows = self.columns[relation][which]
-        return self.prog.rels[relation].cols[rows].astype(np.int64)
+        return self._cols[relation][rows].astype(np.int64)
 
     @property  # type: ignore[override]
     def added(self) -> Mapping[str, set[tuple]]:
@@ -84,8 +88,8 @@ class _Decoded(Mapping[str, set[tuple]]):
         if rel not in self.cache:
             if rel not in self.names:
                 raise KeyError(rel)
-            rows = self.delta.columns[rel][self.which]
-            self.cache[rel] = set(self.delta.prog.decode(rel, rows))
+            ids = self.delta.ids(rel, self.which)
+            self.cache[rel] = set(self.delta.prog.values.decode_rows(ids))
         return self.cache[rel]
 
     def __iter__(self) -> Iterator[str]:
