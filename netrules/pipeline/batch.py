@@ -188,10 +188,14 @@ class BatchProcessor:
         self.seen_links: set[tuple[Value, Value]] = set()
         # events fed from outside that the engine takes (P2's reading): relation -> arity
         self.accepts: dict[str, int] = dict(getattr(engine, "accepts", {}))
+        # rules whose facts keep no supports, so the store's derivation is a witness found
+        # in the view: aggregates, and (columnar path) plain rules of an iterated stratum
         self._agg_rules: dict[str, list[ast.Rule]] = {}
         for r in plan.rules:
             if r.head.aggregate():
                 self._agg_rules.setdefault(r.head.relation, []).append(r)
+        self._iterated_rels = {r.head.relation for s in plan.strata if s.iterated
+                               for r in s.rules if not r.head.aggregate()}
 
     # -- restart --------------------------------------------------------------------------
     def recover(self, progress: Callable[[str], None] | None = None) -> Recovery:
@@ -357,18 +361,20 @@ class BatchProcessor:
 
     def _aggregate_derivations(self, delta: Delta, limit: int
                                ) -> list[tuple[Fact, str, list[Fact]]]:
-        """Witnesses of aggregate facts (they keep no supports), ``limit`` at most: of the
-        added ones, and of those whose written witness used a fact the batch removed (the
-        ``users`` mirror, kept for aggregate witnesses only on this path)."""
+        """Witnesses of the facts that keep no supports (aggregates, and plain rules of an
+        iterated stratum), ``limit`` at most: of the added ones, and of those whose written
+        witness used a fact the batch removed (the ``users`` mirror, kept for witnesses only
+        on this path)."""
         gone = set(bulk.removed_facts(delta, self.plan)  # type: ignore[arg-type]
                    ) if self.users else set()
+        witnessed = self._agg_rules.keys() | self._iterated_rels
         for f in gone:
-            if f.relation in self._agg_rules:
+            if f.relation in witnessed:
                 self._drop_support(f)
         stale = {u for f in gone for u in self.users.get(f, ())} - gone
         chosen = sorted(stale, key=Fact.key)[:max(0, limit)]
         known: dict[Fact, int] = {}
-        for rel in sorted(self._agg_rules):
+        for rel in sorted(witnessed):
             if rel in self.plan.visible:
                 got = bulk.added_facts(delta, self.plan, rel,  # type: ignore[arg-type]
                                        limit - len(chosen))

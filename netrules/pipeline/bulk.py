@@ -176,8 +176,12 @@ def _bodies(prog: ColumnarProgram, sids: np.ndarray, aux: set[int]) -> list[np.n
     """Each support's body gids, an auxiliary (localization) fact replaced by its own kept
     support's body (the store shows the facts a user wrote); the auxiliary facts' supports
     are looked up once, together."""
-    body = prog.supports.bodies(sids)
-    out = [row[row >= 0] for row in body]
+    return _expand_aux(prog, [row[row >= 0] for row in prog.supports.bodies(sids)], aux)
+
+
+def _expand_aux(prog: ColumnarProgram, out: list[np.ndarray], aux: set[int]
+                ) -> list[np.ndarray]:
+    """Bodies (gids) with each auxiliary fact replaced by its own kept support's body."""
     for _ in range(8):  # auxiliary relations may feed each other; they never recurse
         flat = np.concatenate(out) if out else np.empty(0, np.int64)
         is_aux = np.isin(flat >> np.int64(34), list(aux)) if aux else np.zeros(0, bool)
@@ -226,20 +230,24 @@ def _alive(rel, rows: np.ndarray) -> np.ndarray:
 def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact],
                         known: Mapping[Fact, int] | None = None
                         ) -> list[tuple[Fact, str, list[Fact]]]:
-    """Per aggregate fact, one body binding that attains it (MIN and MAX bind the aggregated
-    variable to the fact's value), found for all the facts of a rule in one join: what the
-    store shows as the support of a fact that keeps none. ``known``: rows of facts decoded
-    from this delta."""
+    """Per fact of a rule that keeps no supports (an aggregate, or a plain rule of a stratum
+    iterated through one: best routes' ``route``), one body binding that derives it (MIN and
+    MAX bind the aggregated variable to the fact's value), found for all the facts of a rule
+    in one join: what the store shows as the support of a fact that keeps none. ``known``:
+    rows of facts decoded from this delta."""
     from netrules.engine.columnar.aggregate import AggRule
     from netrules.engine.columnar.joins import bind_head, compile_join
 
     prog = delta.prog
+    aux = {prog.codes[r] for r in plan.aux if r in prog.codes}
     by_rel: dict[str, list[Fact]] = {}
     for f in facts:
         by_rel.setdefault(f.relation, []).append(f)
     out: dict[Fact, tuple[str, list[Fact]]] = {}
+    iterated = {id(r) for stage in prog.stages.values() for r in stage.plain}
     for r in prog.rule_list:
-        if not isinstance(r, AggRule) or r.rule.head.relation not in by_rel:
+        if not (isinstance(r, AggRule) or id(r) in iterated) \
+                or r.rule.head.relation not in by_rel:
             continue
         fs = [f for f in by_rel[r.rule.head.relation] if f not in out]
         if not fs:
@@ -254,7 +262,7 @@ def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact],
         keep = rows >= 0
         rows, fs = rows[keep], [f for f, k in zip(fs, keep.tolist(), strict=True) if k]
         tab = bind_head(r.rule, rel, rows)
-        if r.agg.func in ("MIN", "MAX") and r.agg.var is not None:
+        if isinstance(r, AggRule) and r.agg.func in ("MIN", "MAX") and r.agg.var is not None:
             name = r.agg.var.name
             val = rel.column(rows[tab.vars["#k"]], r.pos)
             if name in tab.vars:
@@ -271,10 +279,11 @@ def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact],
         k = tab.vars["#k"]
         _, first = np.unique(k, return_index=True)
         label = r.rule.label or str(r.rule.head)
-        gids = []
-        for j, atom in enumerate(r.atoms):
-            gids.append(gid(prog.codes[atom.relation], tab.atoms[j][first]))
-        body_facts = _decode_gids(prog, plan, np.unique(np.concatenate(gids)))
-        for n, kk in enumerate(k[first].tolist()):
-            out[fs[kk]] = (label, [body_facts[int(g[n])] for g in gids])
+        gids = np.stack([gid(prog.codes[atom.relation], tab.atoms[j][first])
+                         for j, atom in enumerate(r.atoms)], axis=1)
+        # a localized rule reads auxiliary facts the store does not keep: show their bodies
+        bodies = _expand_aux(prog, list(gids), aux) if aux else list(gids)
+        body_facts = _decode_gids(prog, plan, np.unique(np.concatenate(bodies)))
+        for body, kk in zip(bodies, k[first].tolist(), strict=True):
+            out[fs[kk]] = (label, [body_facts[int(g)] for g in dict.fromkeys(body.tolist())])
     return [(f, *out[f]) for f in facts if f in out]

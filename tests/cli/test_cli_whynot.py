@@ -73,3 +73,26 @@ def test_why_not_on_a_pair_that_holds_and_on_bad_input(cut_store) -> None:
     assert r.exit_code == 1 and "as constants" in r.output
     r = cli("why-not", "nosuch(n0,n2)", "--store", store)
     assert r.exit_code == 1 and "unknown relation" in r.output
+
+
+@pytest.mark.parametrize("program", ["best_routes", "path_vector"])
+def test_why_a_best_route_reaches_the_links_it_uses(program: str, tmp_path) -> None:
+    """Best routes keep no supports (their stratum iterates through an aggregate); the
+    store's derivations are witnesses found in the view, so ``why`` walks a best path down
+    through the routes it extends to the links, hop by hop, with nothing left unexplained."""
+    store = tmp_path / "s.db"
+    r = cli("run", program, "--simulate", "line:5", "--once", "--store", store,
+            "--events-dir", tmp_path / "events", "-q")
+    assert r.exit_code == 0, r.output
+    fact = 'bestPath(@n0,n4,["n0","n1","n2","n3","n4"],4)'
+    r = cli("why", fact, "--store", store, "--json")
+    assert r.exit_code == 0, r.output
+    tree = json.loads(r.output)
+
+    def walk(node: dict) -> list[dict]:
+        return [node] + [x for c in node["children"] for x in walk(c)]
+
+    nodes = walk(tree)
+    assert not [n["fact"] for n in nodes if n["note"] == "no stored derivation"]
+    leaves = sorted(n["fact"] for n in nodes if not n["children"] and n["note"] is None)
+    assert leaves == [f"link(@n{i},n{i + 1},1)" for i in range(4)]
