@@ -203,6 +203,13 @@ def aggregate_groups(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
                      read: Reader | None = None) -> np.ndarray:
     """The head rows of the given groups over ``read`` (default: the alive view); a group
     with no binding has no row."""
+    return _aggregate(ar, prog, groups, read)[1]
+
+
+def _aggregate(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
+               read: Reader | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(index into ``groups`` of each head, the heads) of ``aggregate_groups``."""
+    none = np.empty(0, np.int64)
     new: Reader = read or (lambda rel, rows: rel.alive[rows])
     tab = Table(len(groups))
     keep = np.ones(len(groups), dtype=bool)
@@ -219,12 +226,12 @@ def aggregate_groups(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
     tab = ar.by_group.run(prog.rels, prog.values, tab, lambda j: new, new)
     width = len(ar.rule.head.args)
     if tab.n == 0:
-        return np.zeros((0, width), dtype=np.int64)
+        return none, np.zeros((0, width), dtype=np.int64)
     gcols = _group_cols(ar, prog, tab)
     same = np.all(gcols == groups[tab.vars["#g"]], axis=1)  # constants in the head
     tab = tab.take(np.flatnonzero(same))
     if tab.n == 0:
-        return np.zeros((0, width), dtype=np.int64)
+        return none, np.zeros((0, width), dtype=np.int64)
     g = tab.vars["#g"]
     func = ar.agg.func
     if func in ("COUNT", "SUM"):
@@ -252,7 +259,7 @@ def aggregate_groups(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
         raw = tab.vars[ar.agg.var.name]  # type: ignore[union-attr]
         rank = _order_rank(prog, raw, inv)
         if ar.payload_pos:
-            return _arg_extreme(ar, prog, tab, groups, inv, gs, rank, raw, width)
+            return gs, _arg_extreme(ar, prog, tab, groups, inv, gs, rank, raw, width)
         pick = np.lexsort((-rank if func == "MAX" else rank, inv))
         first = pick[np.r_[True, inv[pick][1:] != inv[pick][:-1]]]
         out_vals = raw[first]
@@ -260,7 +267,7 @@ def aggregate_groups(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
     heads[:, ar.pos] = out_vals
     for k, i in enumerate(ar.group_pos):
         heads[:, i] = groups[gs, k]
-    return heads
+    return gs, heads
 
 
 def _arg_extreme(ar: AggRule, prog: ColumnarProgram, tab: Table, groups: np.ndarray,
@@ -329,10 +336,24 @@ def regroup(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
     """(rows that go, rows that come) when the given groups are aggregated afresh over
     ``read`` and compared with the alive rows of those groups."""
     rel = prog.rels[ar.rule.head.relation]
-    heads = aggregate_groups(ar, prog, groups, read)
-    _, old = group_rows(ar, prog, groups)
+    gs, heads = _aggregate(ar, prog, groups, read)
+    qi, old = group_rows(ar, prog, groups)
+    kept = np.empty(0, np.int64)
+    if len(heads) and len(old):
+        # most groups a step touches come out as they were: a head equal to its group's
+        # alive row is that row, found without keying it (three hash probes a row)
+        at = np.full(len(groups), -1, dtype=np.int64)
+        at[gs] = np.arange(len(gs))
+        h = at[qi]
+        has = np.flatnonzero(h >= 0)
+        same = has[np.all(rel.cols[old[has]] == heads[h[has]], axis=1)]
+        kept = old[same]
+        changed = np.ones(len(heads), dtype=bool)
+        changed[h[same]] = False
+        heads = heads[changed]
     new_rows = rel.rows_for(heads) if len(heads) else np.empty(0, np.int64)
-    gone = old[~RowSet(rel.n, new_rows).has(old)] if len(new_rows) else old
+    stay = np.concatenate([kept, new_rows])
+    gone = old[~RowSet(rel.n, stay).has(old)] if len(stay) else old
     return distinct(gone), distinct(new_rows[~rel.alive[new_rows]])
 
 
