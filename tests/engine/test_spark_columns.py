@@ -170,9 +170,9 @@ def test_the_crossover_mixes_paths_and_changes_nothing(name: str, seed: int,
     rows_seen: list[int] = []
     chose: list[bool] = []
 
-    def record(rows: int) -> bool:
-        rows_seen.append(rows)
-        chose.append(real(rows))
+    def record(rows: int, places: int) -> bool:
+        rows_seen.append(max(rows, places * places))
+        chose.append(real(rows, places))
         return chose[-1]
 
     monkeypatch.setattr(per_fact, "kernels_warm", lambda: False)
@@ -201,13 +201,20 @@ def test_the_crossover_mixes_paths_and_changes_nothing(name: str, seed: int,
 def test_the_crossover_stops_when_warm_or_over_budget(monkeypatch) -> None:
     monkeypatch.setattr(per_fact, "_spent", [0.0])
     monkeypatch.setattr(per_fact, "kernels_warm", lambda: False)
-    assert per_fact.per_fact_now(per_fact.SMALL_FACTS)
-    assert not per_fact.per_fact_now(per_fact.SMALL_FACTS + 1)
+    assert per_fact.per_fact_now(per_fact.SMALL_FACTS, 10)
+    assert not per_fact.per_fact_now(per_fact.SMALL_FACTS + 1, 10)
+    assert not per_fact.per_fact_now(10, 101)  # 101 places: a closure of 10,201 pairs
     per_fact.charge(per_fact.BUDGET_S)
-    assert not per_fact.per_fact_now(1)
+    assert not per_fact.per_fact_now(1, 1)
     monkeypatch.setattr(per_fact, "_spent", [0.0])
     monkeypatch.setattr(per_fact, "kernels_warm", lambda: True)
-    assert not per_fact.per_fact_now(1)
+    assert not per_fact.per_fact_now(1, 1)
+
+
+def test_places_are_distinct_locations() -> None:
+    table = table_of_tuples([0] * 4, ["r"] * 4, [("a", 1), ("a", 2), ("b", 1), (3, 1)],
+                            [False] * 4, 2)
+    assert per_fact.places_of(table) == 2
 
 
 @settings(max_examples=60, deadline=None)

@@ -16,10 +16,12 @@ columnar round in a Python process initialises Numba's CPU target (its registrie
 Python workers idle for a minute (``PythonWorkerFactory``, not configurable), so a
 from-scratch run after a minute of anything else starts on fresh workers and pays it again,
 on each, while a small graph's whole run is 0.2-0.6 s of region work. So a worker runs its
-regions per fact while it has not initialised the target, the region is at most
-``SMALL_FACTS`` rows, and its per-fact rounds so far took less than ``BUDGET_S`` (the price
-of the initialisation: past it, paying it is the cheaper bet, as in ski rental); otherwise in
-columns. Both give the same facts and the same messages, so the choice changes costs only.
+regions per fact while it has not initialised the target, the region is small (at most
+``SMALL_FACTS`` rows, and as many squared locations: a local closure of pairs, which a first
+round computes, reaches that many facts), and its per-fact rounds so far took less than
+``BUDGET_S`` (the price of the initialisation: past it, paying it is the cheaper bet, as in
+ski rental); otherwise in columns. Both give the same facts and the same messages, so the
+choice changes costs only.
 """
 
 from __future__ import annotations
@@ -31,11 +33,12 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from netrules.engine.spark.columns import table_of_tuples, tuples_of
 from netrules.engine.spark.fixpoint import decode_many, encode_many
 
-__all__ = ["in_columns", "crossover", "SMALL_FACTS", "BUDGET_S"]
+__all__ = ["in_columns", "crossover", "per_fact_now", "places_of", "SMALL_FACTS", "BUDGET_S"]
 
 ArrowFn = Callable[[pa.Table], pa.Table]
 
@@ -57,9 +60,16 @@ def kernels_warm() -> bool:
     return "numba.np.arraymath" in sys.modules
 
 
-def per_fact_now(rows: int) -> bool:
-    """Should this process run a region of ``rows`` rows per fact (module docstring)?"""
-    return rows <= SMALL_FACTS and _spent[0] < BUDGET_S and not kernels_warm()
+def per_fact_now(rows: int, places: int) -> bool:
+    """Should this process run a region of ``rows`` rows at ``places`` distinct locations per
+    fact (module docstring)?"""
+    return max(rows, places * places) <= SMALL_FACTS and _spent[0] < BUDGET_S and \
+        not kernels_warm()
+
+
+def places_of(table: pa.Table) -> int:
+    """Distinct first arguments of a region's rows: its nodes, for located relations."""
+    return pc.count_distinct(table.column("s0")).as_py() if table.num_rows else 0
 
 
 def charge(seconds: float) -> None:
@@ -71,7 +81,7 @@ def crossover(columnar: ArrowFn, per_fact: ArrowFn) -> ArrowFn:
     reads is this module's, looked up by name when the call runs, so each Spark worker
     decides by its own history, not by a copy pickled with the function."""
     def run(table: pa.Table) -> pa.Table:
-        if not per_fact_now(table.num_rows):
+        if not per_fact_now(table.num_rows, places_of(table)):
             return columnar(table)
         t = time.perf_counter()
         out = per_fact(table)
