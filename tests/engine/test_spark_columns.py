@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from netrules import programs
 from netrules.engine.columnar.values import Values
+from netrules.engine.spark import per_fact
 from netrules.engine.spark.columns import distinct, ids_of, table_of, table_of_tuples, tuples_of
 from netrules.engine.spark.fixpoint import (
     SparkRunStats,
@@ -149,6 +150,71 @@ def test_regions_in_columns_equal_the_reference(name: str, seed: int) -> None:
         got, stats = in_process(plan, links, parts)
         assert got == _want(plan, links), (name, parts)
         assert stats.per_fact == {}
+
+
+@pytest.mark.parametrize("name", ["reachability", "best_routes", "min_cost",
+                                  NEGATION_AND_AGGREGATES])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_crossover_mixes_paths_and_changes_nothing(name: str, seed: int,
+                                                       monkeypatch) -> None:
+    """As on a cold worker (kernels not loaded), with the size threshold inside the regions'
+    range: small regions' rounds run per fact, larger ones in columns, region by region and
+    round by round, and the fixpoint is still the reference's."""
+    program = programs.load(name) if "(" not in name else parse_program(name)
+    plan = plan_program(program)
+    rng = random.Random(seed)
+    nodes = [f"n{i}" for i in range(9)]
+    links = sorted({Fact("link", (a, b, rng.randint(1, 3))) for a in nodes for b in nodes
+                    if a != b and rng.random() < 0.25}, key=Fact.key)
+    real = per_fact.per_fact_now
+    rows_seen: list[int] = []
+    chose: list[bool] = []
+
+    def record(rows: int, places: int) -> bool:
+        rows_seen.append(max(rows, places * places))
+        chose.append(real(rows, places))
+        return chose[-1]
+
+    monkeypatch.setattr(per_fact, "kernels_warm", lambda: False)
+    monkeypatch.setattr(per_fact, "BUDGET_S", float("inf"))
+    monkeypatch.setattr(per_fact, "per_fact_now", record)
+    monkeypatch.setattr(per_fact, "SMALL_FACTS", 0)
+    want = _want(plan, links)
+    assert in_process(plan, links, 3)[0] == want
+    assert not any(chose)
+    middle = int(np.median(rows_seen))  # regions at most this big per fact, the rest not
+    for small in (middle, 10**9):
+        monkeypatch.setattr(per_fact, "SMALL_FACTS", small)
+        for parts in (1, 3):
+            chose.clear()
+            got, stats = in_process(plan, links, parts)
+            assert got == want, (name, small, parts)
+            assert stats.per_fact == {}
+            if small > middle:
+                assert all(chose)
+    monkeypatch.setattr(per_fact, "SMALL_FACTS", middle)
+    chose.clear()
+    in_process(plan, links, 3)
+    assert set(chose) == {True, False}  # both sides of the threshold in one run
+
+
+def test_the_crossover_stops_when_warm_or_over_budget(monkeypatch) -> None:
+    monkeypatch.setattr(per_fact, "_spent", [0.0])
+    monkeypatch.setattr(per_fact, "kernels_warm", lambda: False)
+    assert per_fact.per_fact_now(per_fact.SMALL_FACTS, 10)
+    assert not per_fact.per_fact_now(per_fact.SMALL_FACTS + 1, 10)
+    assert not per_fact.per_fact_now(10, 101)  # 101 places: a closure of 10,201 pairs
+    per_fact.charge(per_fact.BUDGET_S)
+    assert not per_fact.per_fact_now(1, 1)
+    monkeypatch.setattr(per_fact, "_spent", [0.0])
+    monkeypatch.setattr(per_fact, "kernels_warm", lambda: True)
+    assert not per_fact.per_fact_now(1, 1)
+
+
+def test_places_are_distinct_locations() -> None:
+    table = table_of_tuples([0] * 4, ["r"] * 4, [("a", 1), ("a", 2), ("b", 1), (3, 1)],
+                            [False] * 4, 2)
+    assert per_fact.places_of(table) == 2
 
 
 @settings(max_examples=60, deadline=None)

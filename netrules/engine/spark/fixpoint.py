@@ -391,27 +391,31 @@ def _absorbed(stratum: Stratum, after: Stratum | None) -> bool:
 def _stratum_round(plan: Plan, stratum: Stratum, pmap: PartitionMap, first: bool,
                    width: int, stats: SparkRunStats) -> Callable:
     """The round's function over a region's Arrow rows: the columnar engine when it runs the
-    stratum, else the per-fact evaluator through the JSON form (the reason kept in
-    ``stats.per_fact``)."""
+    stratum (per fact instead in a small region on a worker that has not loaded the kernels:
+    ``per_fact.crossover``), else the per-fact evaluator through the JSON form (the reason
+    kept in ``stats.per_fact``)."""
     from netrules.engine.spark.columnar_iterated import iterated_columns_fn
     from netrules.engine.spark.columnar_round import Locator, columnar_round_fn
     from netrules.engine.spark.iterated import iterated_round_fn
-    from netrules.engine.spark.per_fact import in_columns
+    from netrules.engine.spark.per_fact import crossover, in_columns
     from netrules.engine.spark.region_plan import iterated_plan, region_plan
 
+    fn = (iterated_round_fn(stratum, locator(plan, pmap), first) if stratum.iterated
+          else _round_fn(plan, stratum, pmap, first))
+    per_fact = in_columns(_gc_paused(fn), width)
     if stratum.iterated:
         ip = iterated_plan(plan, stratum)
         if not isinstance(ip, str):
-            return iterated_columns_fn(ip, stratum, Locator(plan, pmap), first, width)
+            return crossover(iterated_columns_fn(ip, stratum, Locator(plan, pmap), first,
+                                                 width), per_fact)
         rp: object = ip
     else:
         rp = region_plan(plan, stratum, first)
         if not isinstance(rp, str):
-            return columnar_round_fn(rp, stratum, Locator(plan, pmap), first, width)
+            return crossover(columnar_round_fn(rp, stratum, Locator(plan, pmap), first,
+                                               width), per_fact)
     stats.per_fact.setdefault(stratum.index, rp)
-    fn = (iterated_round_fn(stratum, locator(plan, pmap), first) if stratum.iterated
-          else _round_fn(plan, stratum, pmap, first))
-    return in_columns(_gc_paused(fn), width)
+    return per_fact
 
 
 def spark_evaluate(spark: SparkSession, plan: Plan, facts: Iterable[Fact], *,
