@@ -42,7 +42,7 @@ from netrules.engine.spark.packed import pack as pack_lz4
 from netrules.errors import EngineError
 from netrules.plan import Plan
 
-__all__ = ["ColumnarRegion", "why_per_fact", "bind"]
+__all__ = ["ColumnarRegion", "why_per_fact", "bind", "tables_of"]
 
 _NONE = np.empty(0, np.int64)
 Cands = list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]
@@ -90,6 +90,18 @@ def _pack(table: pa.Table) -> bytes:
 
 def _unpack(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(blob).read_all()
+
+
+_SUPPORTS = b"S"  # a support message: this byte, the facts stream's length, both streams
+
+
+def tables_of(blob: bytes) -> list[pa.Table]:
+    """The Arrow tables of a blob a columnar region sent: facts, or facts and the support
+    messages' index into them."""
+    if blob[:1] != _SUPPORTS:
+        return [_unpack(blob)]
+    n = struct.unpack_from("<Q", blob, 1)[0]
+    return [_unpack(blob[9:9 + n]), _unpack(blob[9 + n:])]
 
 
 class ColumnarRegion:
@@ -322,9 +334,9 @@ class ColumnarRegion:
         cp = self.cp
         cands: Cands = []
         for blob in blobs:
-            n = struct.unpack_from("<Q", blob)[0]
-            facts = self._decode_facts([blob[8:8 + n]])
-            index = _unpack(blob[8 + n:])
+            n = struct.unpack_from("<Q", blob, 1)[0]
+            facts = self._decode_facts([blob[9:9 + n]])
+            index = _unpack(blob[9 + n:])
             fg = np.full(index.column("nfacts")[0].as_py() if index.num_rows else 0, -1,
                          np.int64)
             for name, (at, cols) in facts.items():
@@ -423,7 +435,7 @@ class ColumnarRegion:
         for j in range(body.shape[1]):
             cols[f"b{j}"] = pa.array(bidx[:, j].astype(np.int32))
         facts = _pack(self._fact_table(self._by_relation(uniq)))
-        return struct.pack("<Q", len(facts)) + facts + _pack(pa.table(cols))
+        return _SUPPORTS + struct.pack("<Q", len(facts)) + facts + _pack(pa.table(cols))
 
     def _by_relation(self, gids: np.ndarray) -> dict[str, np.ndarray]:
         """Sorted distinct gids -> rows per relation, in gid order."""
