@@ -270,11 +270,14 @@ class ColumnarRegion:
 
     def _rederive(self, prog: Program, stage: Stage, blobs: list[bytes]) -> Outbox:
         """Every derivation here of a suspect (anywhere) from standing facts, sent with its
-        rank to the suspect's region."""
+        rank to the suspect's region. A suspect this region never derived has no row here
+        and is skipped: whatever here derives it from facts that stood before the batch was
+        derived when the last of them came, which stored the head's row; facts that came in
+        this batch derive it in the insert rounds."""
         cp = self.cp
         suspects = {}
-        for name, (_at, cols) in self._decode_facts(blobs).items():
-            suspects[name] = np.unique(cp.relation(name, cols.shape[1]).rows_for(cols))
+        for name, rows in self._find(blobs).items():
+            suspects[name] = rows
         only = {n: KeyedRows(cp.rels[n], rows) for n, rows in suspects.items()}
         new = cp._new()
         cands: Cands = []
