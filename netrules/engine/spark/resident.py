@@ -1,10 +1,12 @@
 """Views kept in Spark: each region's state lives in an executor; a batch is one job.
 
-The state is an RDD with one record per region: the path of the pickled ``RegionState`` as of
-the last compaction (the snapshot, a file in ``snapshot_dir``: local disk in local mode, a
-directory every executor mounts on a cluster, as Spark's own reliable checkpoints need) and the
-changes logged since, one pickled chunk per job that changed it, each stamped (sequence
-number, random token). Records stay small, so a job moves kilobytes to megabytes, not the
+The state is an RDD with one record per region: the path of the pickled region (a
+``regional.columnar.ColumnarRegion``, or a per-fact ``RegionState`` for programs with counting
+stages) as of the last compaction (the snapshot, a file in ``snapshot_dir``: local disk in
+local mode, a directory every executor mounts on a cluster, as Spark's own reliable
+checkpoints need) and the changes logged since (a columnar region logs its rounds' inputs,
+replayed by running them again), one pickled chunk per job that changed it, each stamped
+(sequence number, random token). Records stay small, so a job moves kilobytes to megabytes, not the
 views. The new state RDD is persisted (memory, spilling to disk) and locally checkpointed, so
 lineage never grows and views larger than the driver's memory stay in executors. Nothing on
 this path collects a view.
