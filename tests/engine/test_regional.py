@@ -272,14 +272,16 @@ def test_a_lost_detour_leaves_the_best_route_standing(monkeypatch) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.one_of(located_program(), st.sampled_from(["reachability", "paths"])),
+@given(st.one_of(located_program(TEMPLATES + STRATIFIED),
+                 st.sampled_from(["reachability", "paths", "best_routes", "min_cost",
+                                  "path_vector", "constrained_reach"])),
        located_stream(),
        link_stream(), st.data(), st.integers(0, 2**16))
 def test_columns_equal_facts(text, stream, links, data, seed) -> None:
-    """Regions holding columns (the default for positive programs) and regions holding facts
-    (``columnar=False``): the same views and the same net change after every batch, both
-    the oracle's, with the columnar one's inboxes shuffled."""
-    if text in ("reachability", "paths"):
+    """Regions holding columns (the default; counting stages per fact beside them) and
+    regions holding facts (``columnar=False``): the same views and the same net change after
+    every batch, both the oracle's, with the columnar one's inboxes shuffled."""
+    if "(" not in text:  # a network program's name
         plan = plan_program(parse_program(PATHS) if text == "paths" else programs.load(text))
         initial, batches = links
         nodes = [f"n{i}" for i in range(5)]
@@ -297,20 +299,26 @@ def test_columns_equal_facts(text, stream, links, data, seed) -> None:
     for batch in [[("+", f) for f in initial], *batches]:
         dc, df = col.apply(batch), fact.apply(batch)
         present.apply(batch)
-        assert dc.stats.strategy == "columnar (regions)"
+        assert dc.stats.strategy.startswith("columnar (regions")
         assert (dc.added, dc.removed) == (df.added, df.removed), batch
         want = _sets(evaluate_program(plan, present.facts()))
         assert _sets(col.views()) == _sets(fact.views()) == want, batch
 
 
-def test_counting_stages_fall_back_to_facts() -> None:
-    """A program with an aggregate keeps per-fact regions and says why in its stats."""
+def test_counting_stages_stay_per_fact() -> None:
+    """A program with an aggregate: its positive stages in columns, its counting stages
+    per fact beside them, and the stats say so; ``columnar=False`` keeps it all per fact."""
     plan = plan_program(programs.load("best_routes"))
+    links = [Fact("link", ("a", "b", 1)), Fact("link", ("b", "a", 1))]
     eng = _engine(plan, {}, 2)
-    d = eng.load([Fact("link", ("a", "b", 1)), Fact("link", ("b", "a", 1))])
-    assert "counting stages" in (eng.prog.per_fact or "")
-    assert d.stats.strategy == "psn (regions)"
-    assert all(isinstance(s, RegionState) for s in eng.regions.states.values())
+    d = eng.load(links)
+    assert eng.prog.per_fact is None and eng.prog.fact_stages == ("bestPath", "route")
+    assert d.stats.strategy == "columnar (regions; counting stages per fact)"
+    assert all(isinstance(s, ColumnarRegion) and isinstance(s.facts_state, RegionState)
+               for s in eng.regions.states.values())
+    old = _engine(plan, {}, 2, columnar=False)
+    assert old.load(links).stats.strategy == "psn (regions)"
+    assert all(isinstance(s, RegionState) for s in old.regions.states.values())
 
 
 def test_columnar_rounds_exchange_arrow(monkeypatch) -> None:

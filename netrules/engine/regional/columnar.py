@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -36,11 +37,15 @@ from netrules.engine.columnar.relation import KeyedRows
 from netrules.engine.columnar.supports import gid, split_gid
 from netrules.engine.firing import FactKey
 from netrules.engine.reference import Database
-from netrules.engine.regional.steps import Outbox, Program, Stage
+from netrules.engine.regional.counting import count, overdelete, witness
+from netrules.engine.regional.state import RegionState
+from netrules.engine.regional.steps import Outbox, Program, Stage, settle
 from netrules.engine.spark.columns import ids_of, table_of, table_of_tuples, tuples_of
 from netrules.engine.spark.packed import pack as pack_lz4
+from netrules.engine.views import Patched
 from netrules.errors import EngineError
 from netrules.plan import Plan
+from netrules.plan.stratify import stratify
 
 __all__ = ["ColumnarRegion", "why_per_fact", "bind", "tables_of"]
 
@@ -48,15 +53,26 @@ _NONE = np.empty(0, np.int64)
 Cands = list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]
 
 
+def counted(plan: Plan) -> list[str]:
+    """Relations of the strata a region keeps per fact: aggregates and negation
+    (``counting.py``'s iteration has no columnar form yet)."""
+    return sorted(x for s in plan.strata if s.aggregates or s.negation or s.iterated
+                  for x in s.relations)
+
+
+def positive_plan(plan: Plan) -> Plan:
+    """``plan`` with only its positive strata's rules: what a region's columns derive
+    (counted relations are base facts there, mirrored from the per-fact side)."""
+    rules = tuple(r for s in plan.strata if not (s.aggregates or s.negation or s.iterated)
+                  for r in s.rules)
+    return replace(plan, rules=rules, strata=tuple(stratify(rules)))
+
+
 def why_per_fact(plan: Plan) -> str | None:
-    """Why regions of ``plan`` hold facts one by one (None: they hold columns)."""
-    counting = sorted(x for s in plan.strata if s.aggregates or s.negation or s.iterated
-                      for x in s.relations)
-    if counting:
-        return (f"counting stages ({', '.join(counting)}: aggregates or negation) run per "
-                "fact in regions")
+    """Why every region of ``plan`` holds facts one by one (None: columns hold its positive
+    stages)."""
     try:
-        ColumnarProgram(plan)
+        ColumnarProgram(positive_plan(plan))
     except EngineError as err:
         return str(err)
     return None
@@ -105,11 +121,27 @@ def tables_of(blob: bytes) -> list[pa.Table]:
 
 
 class ColumnarRegion:
-    """One region's facts, ranks and kept supports as columns; see the module docstring."""
+    """One region's facts, ranks and kept supports as columns; see the module docstring.
+
+    A program with counting stages (aggregates, negation) keeps those per fact, in a
+    ``RegionState`` beside the columns (``facts``): each side owns the relations its stages
+    derive (and the base relations when it runs the first stage), and a stage reading the
+    other side's relations first mirrors their net change in the batch so far (the columns'
+    as facts at a counting stage's first round, the facts' as base rows at a positive
+    stage's). Mirrored changes are not reported (their owner reports them), and the two
+    sides log into one list: a positive round as its inputs, a counting round as the
+    per-fact changes it made."""
 
     def __init__(self, region: int, prog: Program) -> None:
         self.region, self.k = region, prog.k
-        self.cp = ColumnarProgram(prog.plan, prog.k)
+        self.cp = ColumnarProgram(positive_plan(prog.plan), prog.k)
+        self.counted = frozenset(counted(prog.plan))
+        self.facts_state: RegionState | None = None
+        # base facts (of any relation, named by the program or not) go to the first stage
+        self.base_facts = prog.stages[0].kind != "psn"
+        self.derived = frozenset(prog.plan.derived) - self.counted
+        if self.counted:
+            self.facts_state = RegionState(region, prog.k)
         self.width = max(prog.plan.arity.values(), default=0)
         plan_rid = {id(r): i for i, r in enumerate(prog.plan.rules)}
         self.to_plan = np.array([plan_rid[id(c.rule)] for c in self.cp.rule_list], np.int64)
@@ -118,18 +150,38 @@ class ColumnarRegion:
         self.batch = 0
         self.reported: dict[str, np.ndarray] = {}  # net flip already reported, per row
         self.loc = Int64Map()  # location value id -> its region
-        self.log: list[tuple] | None = None
+        self._log: list[tuple] | None = None
         self.prog: Program | None = prog
+
+    def per_fact(self, rel: str) -> bool:
+        """Whether the per-fact side owns ``rel`` (the columns hold only a mirror)."""
+        return rel in self.counted or (self.base_facts and rel not in self.derived)
+
+    @property
+    def log(self) -> list[tuple] | None:
+        return self._log
+
+    @log.setter
+    def log(self, log: list[tuple] | None) -> None:
+        """One list for both sides, so a replay interleaves them as they ran."""
+        self._log = log
+        if self.facts_state is not None:
+            self.facts_state.log = log
 
     # -- the Regions protocol's reads --------------------------------------------------------
     def visible(self) -> list[FactKey]:
         out: list[FactKey] = []
         for name, rel in self.cp.rels.items():
-            rows = rel.alive_rows()
-            out += [(name, row) for row in self.cp.values.decode_rows(rel.cols[rows])]
+            if not self.per_fact(name):
+                rows = rel.alive_rows()
+                out += [(name, row) for row in self.cp.values.decode_rows(rel.cols[rows])]
+        if self.facts_state is not None:
+            out += [k for k in self.facts_state.visible() if self.per_fact(k[0])]
         return out
 
-    def shown(self, rel: str) -> Database:
+    def shown(self, rel: str) -> Any:
+        if self.per_fact(rel) and self.facts_state is not None:
+            return Patched(self.facts_state.db, hide=(self.facts_state.susp,))
         db = Database()
         r = self.cp.rels.get(rel)
         if r is not None:
@@ -138,23 +190,33 @@ class ColumnarRegion:
         return db
 
     def facts(self) -> int:
-        return self.cp.fact_count()
+        n = sum(r.count for name, r in self.cp.rels.items() if not self.per_fact(name))
+        if self.facts_state is not None:
+            n += sum(len(rows) for rel, rows in self.facts_state.db.rel.items()
+                     if self.per_fact(rel))
+        return n
 
     def records(self) -> int:
-        return self.cp.supports.count
+        extra = self.facts_state.records() if self.facts_state is not None else 0
+        return self.cp.supports.count + extra
 
     def __getstate__(self) -> dict[str, Any]:
         st = dict(self.__dict__)
-        st["log"] = st["prog"] = None
+        st["_log"] = st["prog"] = None
         return st
 
     # -- rounds ------------------------------------------------------------------------------
     def replay(self, ops: list[tuple]) -> None:
-        """Re-run logged rounds (``bind`` first), logging off."""
+        """Re-run logged positive rounds and apply logged per-fact changes, in order
+        (``bind`` first), logging off."""
         log, self.log = self.log, None
         try:
             for op in ops:
-                self.step(*op)
+                if op[0] == "step":
+                    self.step(*op[1:])
+                else:
+                    assert self.facts_state is not None
+                    self.facts_state.replay([op])
         finally:
             self.log = log
 
@@ -162,12 +224,22 @@ class ColumnarRegion:
         """One round (``driver.run_step``'s, for this representation)."""
         prog = self.prog
         assert prog is not None, "bind the region to its program first"
-        if self.log is not None:
-            self.log.append((step, batch, common, mine))
-        self._settle(batch)
-        self.cp.supports.touched = []
         kind, s = step
         stage = prog.stages[s]
+        if stage.kind != "psn":
+            return self._count(prog, stage, kind, batch, common, mine)
+        if self.log is not None:
+            self.log.append(("step", step, batch, common, mine))
+        self._settle(batch)
+        self.cp.supports.touched = []
+        if self.facts_state is not None:
+            log, self.facts_state.log = self.facts_state.log, None  # the rerun redoes it
+            try:
+                settle(self.facts_state, batch)
+            finally:
+                self.facts_state.log = log
+            if kind == "kill" and common is None:  # a positive stage's first round above
+                self._mirror_facts(stage)
         if kind == "kill":
             out = self._kill(prog, stage, common, mine or [])
         elif kind == "rederive":
@@ -181,6 +253,78 @@ class ColumnarRegion:
         if prog.report_supports:
             out.supports = self._first_supports()
         return out
+
+    def _count(self, prog: Program, stage: Stage, kind: str, batch: int, common: Any,
+               mine: Any) -> Outbox:
+        """A counting stage's round, per fact (``counting.py``), after mirroring the columns'
+        relations it reads at its first round."""
+        st = self.facts_state
+        assert st is not None
+        self._settle(batch)
+        st.step_sup = set()
+        settle(st, batch)
+        if kind == "over" and common:
+            self._mirror_columns(stage)
+        st.step_flips, st.step_sup = {}, set()
+        if kind == "over":
+            out = overdelete(st, prog, stage, bool(common), mine)
+        elif kind == "count":
+            out = count(st, prog, stage, bool(common), mine or [])
+        else:
+            raise ValueError(f"unknown round kind {kind!r}")
+        out.flips = {k: n for k, n in st.step_flips.items() if self.per_fact(k[0])}
+        st.step_flips = {}
+        if prog.report_supports:
+            keys = {k for k in st.step_sup if self.per_fact(k[0])}
+            out.supports = st.first_supports(keys)
+            for key, sup in out.supports.items():  # counted facts keep counts, not supports
+                if sup is None and key[0] in prog.counted and st.shown(key):
+                    out.supports[key] = witness(st, prog, key)
+        st.step_sup = set()
+        return out
+
+    def _mirror_columns(self, stage: Stage) -> None:
+        """The net change in this batch of the columns' relations ``stage`` reads, made in
+        the per-fact state (logged there, as its own changes are)."""
+        st = self.facts_state
+        assert st is not None
+        for name in sorted(n for n in stage.reads if not self.per_fact(n)):
+            rel = self.cp.rels.get(name)
+            if rel is None:
+                continue
+            came, went = self.ch.net(rel)
+            for row in self.cp.values.decode_rows(rel.cols[went]):
+                if (name, row) in st.db:
+                    st.remove((name, row))
+            for row in self.cp.values.decode_rows(rel.cols[came]):
+                if (name, row) not in st.db:
+                    st.add((name, row))
+
+    def _mirror_facts(self, stage: Stage) -> None:
+        """The net change in this batch of the per-fact relations ``stage`` reads, as base
+        rows of the columns."""
+        st = self.facts_state
+        assert st is not None
+        came: dict[str, list[tuple]] = {}
+        went: dict[str, list[tuple]] = {}
+        reads = {n for n in stage.reads if self.per_fact(n)}
+        for (name, row), n in st.flips.items():
+            if name in reads:
+                (came if n > 0 else went).setdefault(name, []).append(row)
+        cp, ch = self.cp, self.ch
+        for name, rows in sorted(went.items()):
+            rel = cp.relation(name, len(rows[0]))
+            found = rel.find(cp.values.encode_rows(rows, rel.arity))
+            found = np.unique(found[found >= 0])
+            found = found[rel.alive[found]]
+            ch.touch(rel, found)
+            rel.set_dead(found)
+        for name, rows in sorted(came.items()):
+            rel = cp.relation(name, len(rows[0]))
+            found = np.unique(rel.rows_for(cp.values.encode_rows(rows, rel.arity)))
+            found = found[~rel.alive[found]]
+            ch.touch(rel, found)
+            rel.set_alive(found)
 
     def _settle(self, batch: int) -> None:
         """Start ``batch``: the last batch's suspects stay dead (no support left), its
@@ -531,6 +675,8 @@ class ColumnarRegion:
         """Facts shown or hidden since the last round, netted over the batch so far."""
         out: dict[FactKey, int] = {}
         for name, parts in self.ch.rows.items():
+            if self.per_fact(name):
+                continue  # mirrored: the per-fact side reports it
             rel = self.cp.rels[name]
             rows = np.concatenate(parts)
             net = rel.alive[rows].astype(np.int8) - rel.tbefore[rows].astype(np.int8)

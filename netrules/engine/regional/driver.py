@@ -207,8 +207,10 @@ class RegionalEngine:
             self._regions = self._place(checked)
         saved = self.ledger.copy()
         appeared, vanished = self.ledger.apply(checked)
-        per_fact = self.regions.prog.per_fact
-        stats = BatchStats(strategy="psn (regions)" if per_fact else "columnar (regions)")
+        prog = self.regions.prog
+        stats = BatchStats(strategy="psn (regions)" if prog.per_fact else
+                           "columnar (regions; counting stages per fact)"
+                           if prog.fact_stages else "columnar (regions)")
         delta = Delta(stats=stats)
         gone = [(f.relation, f.args) for f in sorted(vanished, key=Fact.key)]
         new = [(f.relation, f.args) for f in sorted(appeared, key=Fact.key)]

@@ -123,14 +123,17 @@ class Program:
         """``report_supports``: every round reports the first support of each fact whose
         supports it changed (``Outbox.supports``), for a driver that explains facts (the
         pipeline writes derivations); off, rounds send nothing more than they need.
-        ``columnar``: regions hold columns (``columnar.py``) unless the program needs the
-        per-fact state (``per_fact`` says why); False keeps every region per fact."""
-        from netrules.engine.regional.columnar import why_per_fact
+        ``columnar``: regions hold columns (``columnar.py``; counting stages stay per fact,
+        ``fact_stages``) unless the columnar engine refuses the program's positive stages
+        (``per_fact`` says why); False keeps every region per fact."""
+        from netrules.engine.regional.columnar import counted, why_per_fact
 
         check_resident_plan(plan)
         self.plan, self.part_of, self.k = plan, part_of, k
         self.report_supports = report_supports
         self.per_fact: str | None = why_per_fact(plan) if columnar else "asked for"
+        # relations of the counting stages a columnar region still keeps per fact
+        self.fact_stages = () if self.per_fact else tuple(counted(plan))
         self.rules = list(plan.rules)
         # per aggregate rule, the rule with its aggregated variable in the head (None for
         # COUNT/SUM): its instances for a group's row are the row's witnesses
