@@ -108,10 +108,30 @@ def test_costs_one_job_per_batch_or_round(spark, gang) -> None:
     eng = ResidentEngine(plan, links, spark=spark, parts=2, gang=gang)
     d = eng.apply([("-", Fact("link", ("b", "c", 1)))])
     assert d.removed["reachable"] == {("a", "c"), ("b", "c")}
+    assert d.stats.strategy == "columnar (regions)"  # regions hold columns, blobs cross
     assert d.stats.rounds >= 3  # kill, rederive, insert at least
     assert d.stats.spark_jobs == (1 if gang else d.stats.rounds)
     # the last round's output is checkpointed: lineage does not grow, the round before is freed
     assert eng.regions._persisted._jrdd.rdd().isCheckpointed()
+
+
+@pytest.mark.parametrize("gang", [True, False])
+def test_columns_and_facts_in_executors_agree(spark, gang) -> None:
+    """The same batches on regions held as columns and as facts (``columnar=False``): the
+    same deltas, one job per batch either way (gang)."""
+    plan = plan_program(programs.load("reachability"))
+    n = 6
+    links = [Fact("link", (f"n{i}", f"n{(i + d) % n}", 1)) for i in range(n) for d in (1, 2)]
+    engines = [ResidentEngine(plan, links, spark=spark, parts=3, gang=gang, columnar=c)
+               for c in (True, False)]
+    assert [e.loaded.stats.strategy for e in engines] == ["columnar (regions)",
+                                                          "psn (regions)"]
+    for batch in ([("-", links[0]), ("-", links[5])], [("+", links[0])], [("-", links[7])]):
+        col, fact = (e.apply(batch) for e in engines)
+        assert (col.added, col.removed) == (fact.added, fact.removed), batch
+        if gang:
+            assert col.stats.spark_jobs == fact.stats.spark_jobs == 1
+    assert _sets(engines[0].views()) == _sets(engines[1].views())
 
 
 PATHS = """

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from netrules.engine.firing import FactKey
 from netrules.engine.ledger import BaseLedger
 from netrules.engine.reference import solve_body
+from netrules.engine.regional.columnar import ColumnarRegion, bind
 from netrules.engine.regional.counting import count, overdelete, witness
 from netrules.engine.regional.rounds import Outcome, run_rounds
 from netrules.engine.regional.state import RegionState, Support
@@ -31,13 +32,23 @@ from netrules.facts import Fact
 from netrules.lang import ast
 from netrules.plan import Plan
 
-__all__ = ["Regions", "LocalRegions", "RegionalEngine", "run_step", "shuffler", "query_rows"]
+__all__ = ["Regions", "LocalRegions", "RegionalEngine", "run_step", "shuffler", "query_rows",
+           "new_region", "Region"]
+
+Region = RegionState | ColumnarRegion
 
 
-def run_step(state: RegionState, prog: Program, step: tuple[str, int], batch: int,
+def new_region(prog: Program, g: int) -> Region:
+    """An empty region ``g``: columns, unless ``prog.per_fact`` says why not."""
+    return RegionState(g, prog.k) if prog.per_fact else ColumnarRegion(g, prog)
+
+
+def run_step(state: Region, prog: Program, step: tuple[str, int], batch: int,
              common: Any, mine: Any) -> Outbox:
     """One region's part of one round (the same code in this process and in executors);
     ``step`` is (kind, stage)."""
+    if isinstance(state, ColumnarRegion):
+        return state.step(step, batch, common, mine)
     state.step_sup = set()
     settle(state, batch)
     kind, s = step
@@ -85,11 +96,12 @@ class Regions(Protocol):
     def jobs(self) -> int: ...  # Spark jobs run so far (0 in process)
 
 
-def query_rows(state: RegionState, atom: ast.Atom) -> set[tuple]:
+def query_rows(state: Region, atom: ast.Atom) -> set[tuple]:
     """Rows of ``atom``'s relation shown in this region that match it (constants filter,
     variables range): ``Engine.query`` on one region."""
     probe = ast.Rule(ast.Atom("_q", atom.args, None), (atom,))
-    shown = Patched(state.db, hide=(state.susp,))
+    shown = state.shown(atom.relation) if isinstance(state, ColumnarRegion) else \
+        Patched(state.db, hide=(state.susp,))
     return {tuple(b[("#row", 0)]) for b in solve_body(probe, shown)}  # type: ignore[index]
 
 
@@ -104,7 +116,7 @@ class LocalRegions:
 
     def __init__(self, prog: Program, parts: int, *, rebuild: bool = False) -> None:
         self.prog, self.parts, self.rebuild = prog, parts, rebuild
-        self.states = {g: RegionState(g, prog.k) for g in range(parts)}
+        self.states = {g: new_region(prog, g) for g in range(parts)}
         self._snap = {g: pickle.dumps(s) for g, s in self.states.items()} if rebuild else {}
         self._logs: dict[int, list[tuple]] = {g: [] for g in range(parts)}
 
@@ -123,7 +135,7 @@ class LocalRegions:
         for g in targets:
             state = self.states[g]
             if self.rebuild:
-                state = pickle.loads(self._snap[g])
+                state = bind(pickle.loads(self._snap[g]), self.prog)
                 state.replay(self._logs[g])
                 state.log = self._logs[g]
             out[g] = run_step(state, self.prog, step, batch, common, per_region.get(g))
@@ -195,7 +207,10 @@ class RegionalEngine:
             self._regions = self._place(checked)
         saved = self.ledger.copy()
         appeared, vanished = self.ledger.apply(checked)
-        stats = BatchStats(strategy="psn (regions)")
+        prog = self.regions.prog
+        stats = BatchStats(strategy="psn (regions)" if prog.per_fact else
+                           "columnar (regions; counting stages per fact)"
+                           if prog.fact_stages else "columnar (regions)")
         delta = Delta(stats=stats)
         gone = [(f.relation, f.args) for f in sorted(vanished, key=Fact.key)]
         new = [(f.relation, f.args) for f in sorted(appeared, key=Fact.key)]
@@ -224,8 +239,8 @@ class RegionalEngine:
             elif n < 0:
                 delta.remove(key)
         lost = outcome.suspects - outcome.revived
-        stats.overdeleted = len(lost)
-        stats.rederived = len(outcome.revived)
+        stats.overdeleted = len(lost) + outcome.n_suspects - outcome.n_revived
+        stats.rederived = len(outcome.revived) + outcome.n_revived
         stats.added = sum(len(r) for r in delta.added.values())
         stats.removed = sum(len(r) for r in delta.removed.values())
         stats.pending_deletions = len(self.ledger.pending_deletions())

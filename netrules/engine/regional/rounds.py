@@ -41,10 +41,14 @@ class Outcome:
     supports: dict[FactKey, Any] = field(default_factory=dict)
     trace: list[tuple[str, int, int, float]] = field(default_factory=list)  # per round:
     # kind, regions run, messages sent, seconds
+    n_suspects: int = 0  # columnar regions' suspects and revivals, counted where found
+    n_revived: int = 0
 
     def merge(self, other: Outcome) -> None:
         self.revived |= other.revived
         self.suspects |= other.suspects
+        self.n_suspects += other.n_suspects
+        self.n_revived += other.n_revived
         for key, n in other.flips.items():
             self.flips[key] = self.flips.get(key, 0) + n
         self.supports.update(other.supports)  # each task reports its own regions' facts
@@ -72,6 +76,8 @@ def run_rounds(exchange: Exchange, regions: int, stages: list[Stage], gone: list
             for key, n in o.flips.items():
                 result.flips[key] = result.flips.get(key, 0) + n
             result.supports.update(o.supports)  # a later round's word is the last
+            result.n_suspects += o.n_suspects
+            result.n_revived += o.n_revived
         return outs
 
     def route(outs: dict[int, Outbox]) -> dict[int, list[Message]]:
@@ -108,7 +114,8 @@ def run_rounds(exchange: Exchange, regions: int, stages: list[Stage], gone: list
             dead = [h for g in sorted(outs) for h in outs[g].suspects]
             suspects.update(dead)
             per_region = {}
-        result.suspects |= suspects
+        # a columnar region's suspects are blobs, counted as ``n_suspects`` where found
+        result.suspects |= {h for h in suspects if not isinstance(h, bytes)}
         if suspects:
             outs = round_("rederive", s, everyone, sorted(suspects, key=repr), {})
             inbox = route(outs)

@@ -1,4 +1,6 @@
-"""One region's share of a resident program, and the log that lets any worker rebuild it.
+"""One region's share of a resident program, per fact, and the log that lets any worker
+rebuild it: the counting stages of a columnar region (``columnar.py``), or every stage with
+``Program(columnar=False)``.
 
 A region holds the facts located at its nodes; for facts of positive strata the rank and the
 kept supports of each (PSN's bounded derivation sets, see ``strategies/psn.py``), the reverse

@@ -42,7 +42,9 @@ Message = tuple  # PSN: (head, rank, support); counting: tagged, see counting.py
 class Outbox:
     """A region's answer to one round."""
 
-    messages: dict[int, list[Message]] = field(default_factory=dict)  # by destination
+    # by destination; a columnar region's are Arrow blobs (``columnar.py``), as are its
+    # suspects and dead
+    messages: dict[int, list[Message]] = field(default_factory=dict)
     suspects: list[FactKey] = field(default_factory=list)  # found this round (kill)
     dead: list[FactKey] = field(default_factory=list)  # lower facts gone, for every region
     busy: bool = False  # counts moved here that the next round must look at
@@ -50,6 +52,9 @@ class Outbox:
     flips: dict[FactKey, int] = field(default_factory=dict)  # shown +1 / hidden -1, net
     # with ``Program.report_supports``: each fact whose supports changed -> its first one
     supports: dict[FactKey, Support | None] = field(default_factory=dict)
+    # a columnar region's suspects found and revived this round (its blobs are not counted)
+    n_suspects: int = 0
+    n_revived: int = 0
 
     def shared(self) -> Outbox:
         """What other places need to steer the rounds: messages, suspects, dead, busy."""
@@ -114,13 +119,21 @@ class Program:
     """A plan as a region runs it: rules, stages, the locator, K."""
 
     def __init__(self, plan: Plan, part_of: Callable[[str, tuple], int], k: int, *,
-                 report_supports: bool = False) -> None:
+                 report_supports: bool = False, columnar: bool = True) -> None:
         """``report_supports``: every round reports the first support of each fact whose
         supports it changed (``Outbox.supports``), for a driver that explains facts (the
-        pipeline writes derivations); off, rounds send nothing more than they need."""
+        pipeline writes derivations); off, rounds send nothing more than they need.
+        ``columnar``: regions hold columns (``columnar.py``; counting stages stay per fact,
+        ``fact_stages``) unless the columnar engine refuses the program's positive stages
+        (``per_fact`` says why); False keeps every region per fact."""
+        from netrules.engine.regional.columnar import counted, why_per_fact
+
         check_resident_plan(plan)
         self.plan, self.part_of, self.k = plan, part_of, k
         self.report_supports = report_supports
+        self.per_fact: str | None = why_per_fact(plan) if columnar else "asked for"
+        # relations of the counting stages a columnar region still keeps per fact
+        self.fact_stages = () if self.per_fact else tuple(counted(plan))
         self.rules = list(plan.rules)
         # per aggregate rule, the rule with its aggregated variable in the head (None for
         # COUNT/SUM): its instances for a group's row are the row's witnesses

@@ -1,10 +1,12 @@
 """Views kept in Spark: each region's state lives in an executor; a batch is one job.
 
-The state is an RDD with one record per region: the path of the pickled ``RegionState`` as of
-the last compaction (the snapshot, a file in ``snapshot_dir``: local disk in local mode, a
-directory every executor mounts on a cluster, as Spark's own reliable checkpoints need) and the
-changes logged since, one pickled chunk per job that changed it, each stamped (sequence
-number, random token). Records stay small, so a job moves kilobytes to megabytes, not the
+The state is an RDD with one record per region: the path of the pickled region (a
+``regional.columnar.ColumnarRegion``, or a per-fact ``RegionState`` for programs with counting
+stages) as of the last compaction (the snapshot, a file in ``snapshot_dir``: local disk in
+local mode, a directory every executor mounts on a cluster, as Spark's own reliable
+checkpoints need) and the changes logged since (a columnar region logs its rounds' inputs,
+replayed by running them again), one pickled chunk per job that changed it, each stamped
+(sequence number, random token). Records stay small, so a job moves kilobytes to megabytes, not the
 views. The new state RDD is persisted (memory, spilling to disk) and locally checkpointed, so
 lineage never grows and views larger than the driver's memory stay in executors. Nothing on
 this path collects a view.
@@ -59,9 +61,16 @@ from pyspark.sql import SparkSession
 
 from netrules import errors
 from netrules.engine.firing import FactKey
-from netrules.engine.regional.driver import RegionalEngine, query_rows, run_step, shuffler
+from netrules.engine.regional.columnar import bind
+from netrules.engine.regional.driver import (
+    Region,
+    RegionalEngine,
+    new_region,
+    query_rows,
+    run_step,
+    shuffler,
+)
 from netrules.engine.regional.rounds import Outcome, run_rounds
-from netrules.engine.regional.state import RegionState
 from netrules.engine.regional.steps import Outbox, Program, check_resident_plan
 from netrules.engine.runner import views_after
 from netrules.engine.session import count_jobs, get_spark
@@ -85,7 +94,7 @@ KEEP_BYTES = 1 << 20  # changes kept past a snapshot, for workers that fell behi
 
 # per Python worker: programs by engine id, and the regions this worker holds decoded
 _PROGRAMS: dict[str, Program] = {}
-_HELD: dict[tuple[str, int], tuple[Stamp, RegionState]] = {}
+_HELD: dict[tuple[str, int], tuple[Stamp, Region]] = {}
 _ENGINES: dict[str, None] = {}  # engines with held regions, least recently used first
 HELD_ENGINES = 4  # a long-lived worker drops the copies of older engines past this many
 
@@ -130,8 +139,9 @@ def _relay(sc: Any) -> Relay:
 def _program(eid: str, shipped: Any) -> Program:
     prog = _PROGRAMS.get(eid)
     if prog is None:
-        plan, pmap, k, report = shipped.value
-        prog = _PROGRAMS[eid] = Program(plan, locator(plan, pmap), k, report_supports=report)
+        plan, pmap, k, report, columnar = shipped.value
+        prog = _PROGRAMS[eid] = Program(plan, locator(plan, pmap), k, report_supports=report,
+                                        columnar=columnar)
     return prog
 
 
@@ -150,7 +160,7 @@ def _round_fn(eid: str, shipped: Any, payload: Any, min_log: int, reuse: bool,
                 yield ("s", rec)
                 continue
             prog = _program(eid, shipped)
-            state = _open(eid, rec, reuse, decodes)
+            state = _open(eid, rec, reuse, decodes, prog)
             mine = per_region.get(g)
             out = run_step(state, prog, step, batch, common.value,
                            None if mine is None else mine.value)
@@ -182,7 +192,7 @@ def _gang_fn(eid: str, shipped: Any, payload: Any, ticket: Ticket, min_log: int,
         owner = _assign(tables) if reuse else {g: t for t, (rs, _h) in enumerate(tables)
                                                 for g in rs}
         recs = {g: rec for rs, _h in tables for g, rec in rs.items() if owner[g] == me}
-        opened: dict[int, RegionState] = {}
+        opened: dict[int, Region] = {}
 
         def exchange(step: tuple[str, int], targets: list[int], common: Any,
                      per_region: dict[int, Any]) -> dict[int, Outbox]:
@@ -190,7 +200,7 @@ def _gang_fn(eid: str, shipped: Any, payload: Any, ticket: Ticket, min_log: int,
             for g in targets:
                 if g in recs:
                     if g not in opened:
-                        opened[g] = _open(eid, recs[g], reuse, decodes)
+                        opened[g] = _open(eid, recs[g], reuse, decodes, prog)
                     ran[g] = run_step(opened[g], prog, step, number, common, per_region.get(g))
             # others need only what steers the loop and what is addressed to them
             shared = {g: o.shared() for g, o in ran.items()}
@@ -233,24 +243,24 @@ def _assign(tables: list[tuple[dict[int, Record], dict[int, Stamp]]]) -> dict[in
     return owner
 
 
-def _open(eid: str, rec: Record, reuse: bool, decodes: Any) -> RegionState:
+def _open(eid: str, rec: Record, reuse: bool, decodes: Any, prog: Program) -> Region:
     """The region of ``rec`` as of its last chunk, logging from now on. Decoding runs with the
     cycle collector off: unpickling a region allocates millions of containers, and the
     collections they trigger doubled the time (a 2.4M-fact region: 34 s, 17 s without)."""
     g, snaps, snap_at, chunks, _pending = rec
     gc.disable()
     try:
-        state = _current(eid, g, snap_at, chunks, reuse)
+        state = _current(eid, g, snap_at, chunks, reuse, prog)
         if state is None:
             decodes.add(1)
-            state = _rebuild(snaps[-1], snap_at, chunks)
+            state = _rebuild(snaps[-1], snap_at, chunks, prog)
     finally:
         gc.enable()
     state.log = []
     return state
 
 
-def _finish(eid: str, rec: Record, state: RegionState, min_log: int) -> Record:
+def _finish(eid: str, rec: Record, state: Region, min_log: int) -> Record:
     """The region's new record: the changes logged since ``_open`` as one stamped chunk,
     compacted into a new snapshot when the log has grown; this worker keeps the copy."""
     g, snaps, snap_at, chunks, pending = rec
@@ -272,7 +282,7 @@ def _held(eid: str) -> dict[int, Stamp]:
     return {g: at for (e, g), (at, _s) in _HELD.items() if e == eid}
 
 
-def _keep(eid: str, g: int, at: Stamp, state: RegionState) -> None:
+def _keep(eid: str, g: int, at: Stamp, state: Region) -> None:
     """Hold ``state`` in this worker. A module-level function on purpose: the round's closure
     is pickled by value, so a global it named itself would be a fresh copy in every task.
 
@@ -307,7 +317,7 @@ def _recent(chunks: list[Chunk]) -> list[Chunk]:
     return kept[::-1]
 
 
-def _write(snaps: list[str], state: RegionState, name: str) -> list[str]:
+def _write(snaps: list[str], state: Region, name: str) -> list[str]:
     """Write a snapshot next to the last one; keep the one before (a rerun of this round reads
     it) and delete older ones."""
     path = os.path.join(os.path.dirname(snaps[-1]), name + ".pkl")
@@ -320,8 +330,8 @@ def _write(snaps: list[str], state: RegionState, name: str) -> list[str]:
     return [snaps[-1], path]
 
 
-def _current(eid: str, g: int, snap_at: Stamp, chunks: list[Chunk], reuse: bool
-             ) -> RegionState | None:
+def _current(eid: str, g: int, snap_at: Stamp, chunks: list[Chunk], reuse: bool,
+             prog: Program) -> Region | None:
     """The region as of its last chunk from this worker's copy: as it is, or brought up to
     date with the chunks it missed (when the chunk it stopped at is still there, stamp and
     all); None when the snapshot must be decoded."""
@@ -333,6 +343,7 @@ def _current(eid: str, g: int, snap_at: Stamp, chunks: list[Chunk], reuse: bool
             return state
         stamps = [c[0] for c in chunks]
         if at in stamps or at == snap_at:
+            bind(state, prog)
             for stamp, chunk in chunks:
                 if stamp[0] > at[0]:
                     state.replay(pickle.loads(chunk))
@@ -341,21 +352,25 @@ def _current(eid: str, g: int, snap_at: Stamp, chunks: list[Chunk], reuse: bool
     return None
 
 
-def _rebuild(snap: str, snap_at: Stamp, chunks: list[Chunk]) -> RegionState:
+def _rebuild(snap: str, snap_at: Stamp, chunks: list[Chunk], prog: Program) -> Region:
     with open(snap, "rb") as f:
-        state: RegionState = pickle.load(f)
+        state: Region = bind(pickle.load(f), prog)
     for stamp, chunk in chunks:
         if stamp[0] > snap_at[0]:
             state.replay(pickle.loads(chunk))
     return state
 
 
-def _visible(records: Iterator[Record]) -> Iterator[FactKey]:
-    for _g, snaps, snap_at, chunks, _n in records:
-        yield from _rebuild(snaps[-1], snap_at, chunks).visible()
+def _visible_fn(eid: str, shipped: Any):
+    def run(records: Iterator[Record]) -> Iterator[FactKey]:
+        prog = _program(eid, shipped)
+        for _g, snaps, snap_at, chunks, _n in records:
+            yield from _rebuild(snaps[-1], snap_at, chunks, prog).visible()
+
+    return run
 
 
-def _query_fn(eid: str, atom: Any, region: int | None):
+def _query_fn(eid: str, shipped: Any, atom: Any, region: int | None):
     """The task of a query: matching rows of the regions asked, read from this worker's
     copy when it is current (no decode), else from snapshot + log; the copy is left as is."""
 
@@ -367,16 +382,20 @@ def _query_fn(eid: str, atom: Any, region: int | None):
             held = _HELD.get((eid, g))
             latest = chunks[-1][0] if chunks else snap_at
             state = held[1] if held is not None and held[0] == latest else \
-                _rebuild(snaps[-1], snap_at, chunks)
+                _rebuild(snaps[-1], snap_at, chunks, _program(eid, shipped))
             yield from query_rows(state, atom)
 
     return run
 
 
-def _counts(records: Iterator[Record]) -> Iterator[tuple[int, int]]:
-    for _g, snaps, snap_at, chunks, _n in records:
-        state = _rebuild(snaps[-1], snap_at, chunks)
-        yield state.facts(), state.records()
+def _counts_fn(eid: str, shipped: Any):
+    def run(records: Iterator[Record]) -> Iterator[tuple[int, int]]:
+        prog = _program(eid, shipped)
+        for _g, snaps, snap_at, chunks, _n in records:
+            state = _rebuild(snaps[-1], snap_at, chunks, prog)
+            yield state.facts(), state.records()
+
+    return run
 
 
 class SparkRegions:
@@ -385,14 +404,18 @@ class SparkRegions:
 
     def __init__(self, spark: SparkSession, plan: Plan, pmap: PartitionMap, k: int = 2, *,
                  min_log: int = MIN_LOG, reuse: bool = True, snapshot_dir: str | None = None,
-                 gang: bool = True, report_supports: bool = False) -> None:
+                 gang: bool = True, report_supports: bool = False,
+                 columnar: bool = True) -> None:
+        """``columnar`` False keeps every region per fact (``RegionState``), as before
+        regions held columns: for comparison."""
         check_resident_plan(plan)
         self.min_log, self.reuse, self.gang = min_log, reuse, gang
         self.spark, self.sc = spark, spark.sparkContext
         self.parts = pmap.parts
-        self.prog = Program(plan, locator(plan, pmap), k, report_supports=report_supports)
+        self.prog = Program(plan, locator(plan, pmap), k, report_supports=report_supports,
+                            columnar=columnar)
         self.eid = uuid.uuid4().hex
-        self._shipped = self.sc.broadcast((plan, pmap, k, report_supports))
+        self._shipped = self.sc.broadcast((plan, pmap, k, report_supports, columnar))
         self.dir = snapshot_dir or tempfile.mkdtemp(prefix="netrules-regions-")
         if snapshot_dir is None:
             atexit.register(shutil.rmtree, self.dir, True)
@@ -400,7 +423,7 @@ class SparkRegions:
         for g in range(self.parts):
             path = os.path.join(self.dir, f"{self.eid}-{g}-0.pkl")
             with open(path, "wb") as f:
-                pickle.dump(RegionState(g, k), f, 5)
+                pickle.dump(new_region(self.prog, g), f, 5)
             empty.append((g, [path], (0, "0"), [], 0))
         # a gang's tasks must all run at once: no more tasks than task slots
         self.tasks = min(self.parts, self.sc.defaultParallelism) if gang else self.parts
@@ -471,19 +494,20 @@ class SparkRegions:
 
     def facts(self) -> Iterable[FactKey]:
         """Every visible fact, streamed partition by partition (a read, not the hot path)."""
-        rdd = self.rdd.mapPartitions(_visible)
+        rdd = self.rdd.mapPartitions(_visible_fn(self.eid, self._shipped))
         # a barrier stage runs all its partitions in one job: no streaming one by one
         return rdd.collect() if self.gang else rdd.toLocalIterator()
 
     def query(self, atom: Any, region: int | None) -> list[tuple]:
         """Rows matching ``atom`` in ``region`` (None: all), one job."""
         with count_jobs(self.spark) as jobs:
-            rows = self.rdd.mapPartitions(_query_fn(self.eid, atom, region)).collect()
+            rows = self.rdd.mapPartitions(_query_fn(self.eid, self._shipped, atom,
+                                                    region)).collect()
         self._jobs += jobs.jobs
         return sorted(set(rows), key=repr)
 
     def counts(self) -> tuple[int, int]:
-        pairs = self.rdd.mapPartitions(_counts).collect()
+        pairs = self.rdd.mapPartitions(_counts_fn(self.eid, self._shipped)).collect()
         return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
 
     def jobs(self) -> int:
@@ -499,8 +523,9 @@ class ResidentEngine(RegionalEngine):
         """Regions are cut from the topology ``facts`` draw, loaded here (``loaded`` is the
         load's delta); with ``facts`` None, from the topology the first batch draws (the
         pipeline makes its engine before the first batch, which is the topology load).
-        ``regions``: SparkRegions' ``min_log``, ``reuse``, ``snapshot_dir``, ``gang`` and
-        ``report_supports`` (on: ``explain`` works, for the pipeline's derivations)."""
+        ``regions``: SparkRegions' ``min_log``, ``reuse``, ``snapshot_dir``, ``gang``,
+        ``report_supports`` (on: ``explain`` works, for the pipeline's derivations) and
+        ``columnar``."""
         check_resident_plan(plan)
         self.spark, self.parts, self.k, self._options = spark, parts, k, regions
         super().__init__(plan, None, rng=rng)
