@@ -25,6 +25,7 @@ import numpy as np
 
 from netrules.engine.columnar import kernels
 from netrules.engine.columnar.aggregate import AggRule, maintain_aggregate, why_not_aggregate
+from netrules.engine.columnar.closure import LinearClosure
 from netrules.engine.columnar.iterated import IteratedStage
 from netrules.engine.columnar.joins import (
     Join,
@@ -178,6 +179,11 @@ class ColumnarProgram:
             self.rules.append(compiled)
             self.aggs.append(aggs)
         self.supports = Supports(width, k)
+        self.closures: dict[frozenset[str], LinearClosure] = {}
+        for (_s, srels), rules in zip(self.strata, self.rules, strict=True):
+            lc = LinearClosure.of(srels, rules, plan.arity) if rules else None
+            if lc is not None:
+                self.closures[srels] = lc
         self.batch = 0
         self._in_delta: dict[str, RowSet | np.ndarray] = {}
         self._scratch = np.zeros(0, dtype=np.int32)
@@ -586,7 +592,18 @@ class ColumnarProgram:
                    deltas: dict[str, np.ndarray], ch: _Changes,
                    only: dict[str, KeyedRows] | None = None,
                    first: list | None = None) -> None:
+        lc = self.closures.get(srels)
         while deltas or first:
+            if lc is not None and not first and deltas.keys() == {lc.name}:
+                # every round left is a linear rule's: one compiled call (closure.py)
+                allowed = None
+                if only is not None:
+                    keyed = only.get(lc.name)
+                    if keyed is None:
+                        return
+                    allowed = np.sort(keyed.rows)
+                self.stats["rounds"] += lc.run(self, deltas[lc.name], ch, allowed)
+                return
             self.stats["rounds"] += 1
             cands = self._round(srels, rules, deltas, only) + (first or [])
             first = None
