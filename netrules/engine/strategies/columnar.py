@@ -165,11 +165,22 @@ def materialize(plan: Plan, facts: Iterable[Fact] = (), *, rng: random.Random | 
     return state
 
 
-def _group(prog: ColumnarProgram, facts: Iterable[Fact]) -> dict[str, np.ndarray]:
-    by: dict[str, list[tuple]] = {}
+def _group(prog: ColumnarProgram, facts: Iterable[Fact], memo: dict[tuple, list[int]]
+           ) -> dict[str, np.ndarray]:
+    """Base facts as id rows per relation. A fact's ids never change (values are interned
+    for the engine's life), so each base fact is encoded once and remembered in ``memo``:
+    a link that flaps is looked up, not encoded again (encoding was a fifth of a small
+    batch's time). Base facts are the network's links and the like, thousands, not the
+    millions of derived ones."""
+    by: dict[str, list[list[int]]] = {}
     for f in facts:
-        by.setdefault(f.relation, []).append(f.args)
-    return {r: prog.encode(rows, len(rows[0])) for r, rows in by.items()}
+        key = (f.relation, f.args)
+        ids = memo.get(key)
+        if ids is None:
+            ids = memo[key] = prog.encode([f.args], len(f.args))[0].tolist()
+        by.setdefault(f.relation, []).append(ids)
+    return {r: np.array(rows, dtype=np.int64).reshape(len(rows), len(rows[0]))
+            for r, rows in by.items()}
 
 
 def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
@@ -180,7 +191,8 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
     batch = check_batch(state.plan, batch)
     appeared, vanished = state.ledger.apply(batch)
     before = dict(prog.stats)
-    changes = prog.apply(_group(prog, appeared), _group(prog, vanished))
+    memo = state.extra.setdefault("base_ids", {})
+    changes = prog.apply(_group(prog, appeared, memo), _group(prog, vanished, memo))
     stats = BatchStats(strategy=name)
     stats.rounds = prog.stats["rounds"] - before["rounds"]
     stats.overdeleted = prog.stats["suspects"] - before["suspects"]
