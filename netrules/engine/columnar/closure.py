@@ -31,7 +31,10 @@ from netrules.lang import ast
 if TYPE_CHECKING:
     from netrules.engine.columnar.psn import ColumnarProgram, _Changes, _Rule
 
-__all__ = ["LinearClosure"]
+__all__ = ["LinearClosure", "DENSE"]
+
+#: Heads are told apart by a dense table (value codes) when it has at most this many slots.
+DENSE = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class LinearClosure:
 
     def __init__(self, name: str, rules: list[_Linear]) -> None:
         self.name, self.rules = name, rules
+        self.dense = DENSE
 
     @classmethod
     def of(cls, srels: frozenset[str], rules: list[_Rule], arity: dict[str, int]
@@ -160,11 +164,25 @@ class LinearClosure:
                 hsrc[i, p], hidx[i, p] = src, at
         restrict = allowed is not None
         allow = allowed if allowed is not None else np.empty(0, np.int64)
+        seeds = seeds.astype(np.int64)
+        # the values heads can take: B's head values and the seeds' (a carried column only
+        # ever holds a seed's value); coded densely when their pairs fit a small table
+        scols = rel.cols[seeds].astype(np.int64)
+        used = sorted({slot for lin in self.rules for src, slot in lin.head if src == 0})
+        universe = np.unique(np.concatenate([bval[:, used].ravel(), scols.ravel()]))
+        nv = len(universe)
+        if nv ** rel.arity > self.dense:
+            nv = 0
+            bcode, scode = bval, scols
+        else:
+            bcode = np.searchsorted(universe, bval)
+            bcode[:, [p for p in range(2) if p not in used]] = 0
+            scode = np.searchsorted(universe, scols)
         # the map's arrays are read, never written: a probe of R's rows by packed key
         frow, fcol, frank, fcount, sup, rounds = kernels.linear_closure(
-            seeds.astype(np.int64), rel.cols, rel.rank, rel.alive, m._keys, m._vals,
+            seeds, rel.cols, rel.rank, rel.alive, m._keys, m._vals,
             np.int64(m._mask), m._shift, boff, bkey, brow, bval, rjoin, hsrc, hidx,
-            allow.astype(np.int64), restrict, np.int64(prog.k))
+            allow.astype(np.int64), restrict, np.int64(prog.k), bcode, scode, np.int64(nv))
         ns = len(seeds)
         sf, sr, sb, sd = sup[:, 0], sup[:, 1], sup[:, 2], sup[:, 3]
         if len(frow) == ns:

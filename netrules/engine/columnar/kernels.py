@@ -393,7 +393,8 @@ def _local_rehash(tkeys: np.ndarray, tvals: np.ndarray, size: np.int64
 @njit(cache=True, nogil=True)
 def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tused: np.int64,
                    frow: np.ndarray, fcol: np.ndarray, frank: np.ndarray, fcount: np.ndarray,
-                   sup: np.ndarray, tkeys: np.ndarray, tvals: np.ndarray, ralive: np.ndarray,
+                   sup: np.ndarray, tkeys: np.ndarray, tvals: np.ndarray, fcode: np.ndarray,
+                   bcode: np.ndarray, dense: np.ndarray, nv: np.int64, ralive: np.ndarray,
                    mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64, mshift: np.uint64,
                    boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray, bval: np.ndarray,
                    rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
@@ -402,7 +403,10 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
     caller sized for it: no array is reassigned here, which keeps the loop tight (growing
     them in the loop cost half the kernel's time)."""
     arity = fcol.shape[1]
-    order = lo + np.argsort(frank[lo:hi], kind="mergesort")
+    use_dense = nv > 0
+    ranks = frank[lo:hi]
+    one = hi > lo and ranks.min() == ranks.max()  # the usual frontier: one rank, no sort
+    order = np.arange(lo, hi) if one else lo + np.argsort(ranks)
     for d in order:
         r1 = frank[d] + 1
         for i in range(len(boff) - 1):
@@ -413,15 +417,24 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
             e = _first_at_least(bkey[:b], q, boff[i])
             while e < b and bkey[e] == q:
                 h0 = bval[e, hidx[i, 0]] if hsrc[i, 0] == 0 else fcol[d, hidx[i, 0]]
+                c0 = bcode[e, hidx[i, 0]] if hsrc[i, 0] == 0 else fcode[d, hidx[i, 0]]
                 h1 = np.int64(0)
+                c1 = np.int64(0)
                 hk = h0
                 if arity > 1:
                     h1 = bval[e, hidx[i, 1]] if hsrc[i, 1] == 0 else fcol[d, hidx[i, 1]]
+                    c1 = bcode[e, hidx[i, 1]] if hsrc[i, 1] == 0 else fcode[d, hidx[i, 1]]
                     hk = (h0 << 31) | h1
-                s = _local_home(tkeys, hk)
-                if tkeys[s] == hk:
-                    g = tvals[s]
+                s = np.int64(0)
+                dk = c0 * nv + c1 if arity > 1 else c0
+                if use_dense:
+                    g = dense[dk]
+                    known = g != EMPTY
                 else:
+                    s = _local_home(tkeys, hk)
+                    known = tkeys[s] == hk
+                    g = tvals[s]
+                if not known:
                     ms = _slot(mkeys, mmask, mshift, hk)
                     row = np.int64(mvals[ms]) if ms >= 0 else np.int64(-1)
                     ok = row < 0 or not ralive[row]
@@ -434,13 +447,18 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
                         nf += 1
                         frow[g] = row
                         fcol[g, 0] = h0
+                        fcode[g, 0] = c0
                         if arity > 1:
                             fcol[g, 1] = h1
+                            fcode[g, 1] = c1
                         frank[g] = r1
                         fcount[g] = 0
-                    tkeys[s] = hk
-                    tvals[s] = g
-                    tused += 1
+                    if use_dense:
+                        dense[dk] = g
+                    else:
+                        tkeys[s] = hk
+                        tvals[s] = g
+                        tused += 1
                 if g >= hi and frank[g] == r1 and fcount[g] < k:
                     sup[nsup, 0] = g
                     sup[nsup, 1] = i
@@ -474,7 +492,8 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                    ralive: np.ndarray, mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64,
                    mshift: np.uint64, boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray,
                    bval: np.ndarray, rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
-                   allowed: np.ndarray, restrict: bool, k: np.int64) -> tuple:  # pragma: no cover
+                   allowed: np.ndarray, restrict: bool, k: np.int64, bcode: np.ndarray,
+                   scode: np.ndarray, nv: np.int64) -> tuple:  # pragma: no cover
     """Semi-naive to the fixpoint of a stratum of one relation R (arity 1 or 2) whose rules
     that read R are linear, ``R(h) :- B(b), R(r)`` with B below: every round of
     ``ColumnarProgram._seminaive`` after the first, in one call.
@@ -490,6 +509,11 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
     rank, as ``_admit`` does. The frontier is visited by rank, so a head's candidates come
     least rank first.
 
+    Heads are told apart by a hash table of their packed ids, or, when ``nv`` (the distinct
+    values heads can take) is not 0, by a dense table indexed by value codes: ``bcode``
+    holds the codes of ``bval``, ``scode`` those of the seeds' columns (a table of a
+    graph's node pairs stays in cache; a hash table over the same pairs did not).
+
     Facts are indexed seeds first, then in the order they are made. Returns (each fact's
     row, -1 for a row never stored; the new facts' columns, rank and support count; per
     support, grouped by fact, a row of its fact, rule, B row and R body fact; rounds)."""
@@ -501,11 +525,14 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
     frank = np.empty(cap, dtype=np.int64)
     fcount = np.zeros(cap, dtype=np.int64)
     sup = np.empty((cap, 4), dtype=np.int64)
+    fcode = np.zeros((cap, arity), dtype=np.int64)
     for i in range(ns):
         frow[i] = seeds[i]
         for p in range(arity):
             fcol[i, p] = rcols[seeds[i], p]
+            fcode[i, p] = scode[i, p]
         frank[i] = rrank[seeds[i]]
+    dense = np.full(nv ** arity if nv else 1, EMPTY, dtype=np.int64)
     nf, nsup, tused = ns, 0, 0
     tkeys = np.full(64, EMPTY, dtype=np.int64)  # head key -> fact, or -2: not new
     tvals = np.empty(64, dtype=np.int64)
@@ -518,16 +545,28 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
         fcol = _grow_to(fcol, nf + work)
         frank = _grow_to(frank, nf + work)
         fcount = _grow_to(fcount, nf + work)
+        fcode = _grow_to(fcode, nf + work)
         sup = _grow_to(sup, nsup + work)
-        if 2 * (tused + work) > len(tkeys):
+        if not nv and 2 * (tused + work) > len(tkeys):
             size = len(tkeys)
             while 2 * (tused + work) > size:
                 size *= 4
             tkeys, tvals = _local_rehash(tkeys, tvals, size)
         nf, nsup, tused = _closure_round(lo, hi, nf, nsup, tused, frow, fcol, frank, fcount,
-                                         sup, tkeys, tvals, ralive, mkeys, mvals, mmask,
+                                         sup, tkeys, tvals, fcode, bcode, dense, nv, ralive,
+                                         mkeys, mvals, mmask,
                                          mshift, boff, bkey, brow, bval, rjoin, hsrc, hidx,
                                          allowed, restrict, k)
         lo, hi = hi, nf
-    by = np.argsort(sup[:nsup, 0], kind="mergesort")  # a fact's supports together
-    return (frow[:nf], fcol[ns:nf], frank[ns:nf], fcount[ns:nf], sup[:nsup][by], rounds)
+    # a fact's supports together, facts in order: a counting sort (numba's argsort of them
+    # was a fifth of the kernel)
+    at = np.empty(nf + 1, dtype=np.int64)
+    at[ns] = 0
+    for f in range(ns, nf):
+        at[f + 1] = at[f] + fcount[f]
+    grouped = np.empty((nsup, 4), dtype=np.int64)
+    for j in range(nsup):
+        f = sup[j, 0]
+        grouped[at[f]] = sup[j]
+        at[f] += 1
+    return (frow[:nf], fcol[ns:nf], frank[ns:nf], fcount[ns:nf], grouped, rounds)
