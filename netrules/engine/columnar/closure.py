@@ -49,6 +49,10 @@ class _Linear:
     r_key: tuple[int, ...]  # R's columns of the same variables
     b_vals: tuple[int, ...]  # B columns the head takes (slots of ``bval``)
     head: tuple[tuple[int, int], ...]  # per head position: (0, slot) or (1, R column)
+    # solved from the head (a rederivation), None when the head binds no B column or an R
+    # argument is bound by neither: B's columns matched against head columns, and per R
+    # position (0, B column) or (1, head column)
+    from_head: tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None
 
 
 def _plain(atom: ast.Atom) -> dict[str, int] | None:
@@ -94,15 +98,37 @@ def _linear(rid: int, rule: ast.Rule, name: str) -> _Linear | None:
         else:
             return None
     return _Linear(rid, atoms[b_at].relation, b_at, r_at, tuple(bv[v] for v in shared),
-                   tuple(rv[v] for v in shared), tuple(b_vals), tuple(head))
+                   tuple(rv[v] for v in shared), tuple(b_vals), tuple(head),
+                   _from_head(rule.head, atoms[r_at], bv))
+
+
+def _from_head(head: ast.Atom, r_atom: ast.Atom, bv: dict[str, int]
+               ) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None:
+    """How a linear rule is solved for given heads (``_Linear.from_head``)."""
+    hpos: dict[str, int] = {}
+    for p, t in enumerate(head.args):
+        hpos.setdefault(t.name, p)  # type: ignore[union-attr]
+    key = tuple((bv[v], p) for v, p in hpos.items() if v in bv)
+    r_src = []
+    for t in r_atom.args:
+        if t.name in hpos:  # type: ignore[union-attr]
+            r_src.append((1, hpos[t.name]))  # type: ignore[union-attr]
+        elif t.name in bv:  # type: ignore[union-attr]
+            r_src.append((0, bv[t.name]))  # type: ignore[union-attr]
+        else:
+            return None
+    return (key, tuple(r_src)) if key else None
 
 
 class LinearClosure:
     """The compiled closure of one stratum; ``run`` replaces the rounds after the first."""
 
-    def __init__(self, name: str, rules: list[_Linear]) -> None:
-        self.name, self.rules = name, rules
+    def __init__(self, name: str, rules: list[_Linear], compiled: dict[int, _Rule]) -> None:
+        self.name, self.rules, self.compiled = name, rules, compiled
         self.dense = DENSE
+        #: rules whose rederivation step ``rederive`` solves (all linear ones, or none)
+        self.rederives = frozenset(lin.rule_id for lin in rules) if all(
+            lin.from_head is not None for lin in rules) else frozenset()
 
     @classmethod
     def of(cls, srels: frozenset[str], rules: list[_Rule], arity: dict[str, int]
@@ -114,6 +140,7 @@ class LinearClosure:
         if not 1 <= arity.get(name, 0) <= 2:
             return None
         out = []
+        compiled = {}
         for r in rules:
             if not any(a.relation == name for a in r.atoms):
                 continue
@@ -121,7 +148,8 @@ class LinearClosure:
             if lin is None or len(r.rule.head.args) != arity[name]:
                 return None
             out.append(lin)
-        return cls(name, out) if out else None
+            compiled[r.id] = r
+        return cls(name, out, compiled) if out else None
 
     def _below(self, prog: ColumnarProgram) -> tuple[np.ndarray, ...]:
         """Each rule's alive B rows sorted by join key, concatenated (``bval`` padded to
@@ -208,3 +236,55 @@ class LinearClosure:
         rid = np.array([lin.rule_id for lin in self.rules], dtype=np.int32)[sr]
         prog._made.append((gid(code, frow[sf]), rid, body))
         return rounds
+
+    def rederive(self, prog: ColumnarProgram, heads: np.ndarray
+                 ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:
+        """The derivations of ``heads`` (hidden suspects) by the linear rules over what
+        stands, as ``_derived`` gives them (rule, head rows, body gids, rank): the first
+        rederivation step of those rules in one compiled pass (``kernels.linear_rederive``)
+        instead of a join from the head per rule."""
+        rel = prog.rels[self.name]
+        m = rel.map
+        nr = len(self.rules)
+        offs, keys, rows, vals = [0], [], [], []
+        hkey = np.full((nr, 2), -1, dtype=np.int64)
+        rsrc = np.zeros((nr, 2), dtype=np.int64)
+        ridx = np.zeros((nr, 2), dtype=np.int64)
+        for i, lin in enumerate(self.rules):
+            key, r_src = lin.from_head  # type: ignore[misc]
+            b = prog.rels[lin.below]
+            r = b.alive_rows()
+            k = b.cols[r, key[0][0]].astype(np.int64)
+            if len(key) == 2:
+                k = pack(k, b.cols[r, key[1][0]])
+            hkey[i, : len(key)] = [p for _, p in key]
+            order = np.argsort(k, kind="stable")
+            r, k = r[order], k[order]
+            v = np.zeros((len(r), 2), dtype=np.int64)
+            for p, (src, at) in enumerate(r_src):
+                rsrc[i, p] = src
+                if src == 0:
+                    v[:, p] = b.cols[r, at]
+                    ridx[i, p] = p
+                else:
+                    ridx[i, p] = at
+            keys.append(k)
+            rows.append(r)
+            vals.append(v)
+            offs.append(offs[-1] + len(r))
+        found = kernels.linear_rederive(
+            heads.astype(np.int64), rel.cols, rel.rank, rel.alive, m._keys, m._vals,
+            np.int64(m._mask), m._shift, np.array(offs, dtype=np.int64), np.concatenate(keys),
+            np.concatenate(rows).astype(np.int64), np.concatenate(vals), hkey, rsrc, ridx)
+        code = prog.codes[self.name]
+        out = []
+        for i, lin in enumerate(self.rules):
+            mine = found[found[:, 1] == i] if nr > 1 else found
+            if not len(mine):
+                continue
+            body = np.full((len(mine), prog.supports.width), -1, dtype=np.int64)
+            body[:, lin.b_at] = gid(prog.codes[lin.below], mine[:, 2])
+            body[:, lin.r_at] = gid(code, mine[:, 3])
+            out.append((self.compiled[lin.rule_id], heads[mine[:, 0]].astype(np.int64), body,
+                        mine[:, 4].astype(np.int32)))
+        return out

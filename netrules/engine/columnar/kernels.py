@@ -16,7 +16,7 @@ from numba import njit
 
 __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", "release",
            "best_supports", "kill_step", "revive",
-           "lookup", "linear_closure"]
+           "lookup", "linear_closure", "linear_rederive"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -570,3 +570,60 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
         grouped[at[f]] = sup[j]
         at[f] += 1
     return (frow[:nf], fcol[ns:nf], frank[ns:nf], fcount[ns:nf], grouped, rounds)
+
+
+@njit(cache=True, nogil=True)
+def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
+                    ralive: np.ndarray, mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64,
+                    mshift: np.uint64, boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray,
+                    bval: np.ndarray, hkey: np.ndarray, rsrc: np.ndarray,
+                    ridx: np.ndarray) -> tuple:  # pragma: no cover - compiled
+    """Every derivation of the given R rows (a rederivation's suspects) by the linear rules
+    ``R(h) :- B(b), R(r)`` whose R body fact is alive: the first rederivation step's join,
+    solved from the head, in one pass.
+
+    Rule i's alive B rows are sorted by the B columns the head's variables take, packed
+    (``bkey``, keys matched against head columns ``hkey[i]``, the second -1 when one); R
+    position p of the body takes slot ``ridx[i, p]`` of ``bval`` (``rsrc[i, p]`` 0) or head
+    column ``ridx[i, p]`` (1). Returns per derivation (head index, rule, B row, R row, rank:
+    one more than the R row's)."""
+    arity = rcols.shape[1]
+    nrules = len(boff) - 1
+    bound = 0
+    for j in range(len(heads)):  # a first pass bounds the output: B rows met
+        h = heads[j]
+        for i in range(nrules):
+            b = boff[i + 1]
+            q = np.int64(rcols[h, hkey[i, 0]])
+            if hkey[i, 1] >= 0:
+                q = (q << 31) | rcols[h, hkey[i, 1]]
+            e = _first_at_least(bkey[:b], q, boff[i])
+            bound += _first_at_least(bkey[:b], q + 1, e) - e
+    out = np.empty((bound, 5), dtype=np.int64)
+    n = 0
+    for j in range(len(heads)):
+        h = heads[j]
+        for i in range(nrules):
+            b = boff[i + 1]
+            q = np.int64(rcols[h, hkey[i, 0]])
+            if hkey[i, 1] >= 0:
+                q = (q << 31) | rcols[h, hkey[i, 1]]
+            e = _first_at_least(bkey[:b], q, boff[i])
+            while e < b and bkey[e] == q:
+                v = bval[e, ridx[i, 0]] if rsrc[i, 0] == 0 else np.int64(rcols[h, ridx[i, 0]])
+                if arity > 1:
+                    w = bval[e, ridx[i, 1]] if rsrc[i, 1] == 0 else np.int64(
+                        rcols[h, ridx[i, 1]])
+                    v = (v << 31) | w
+                ms = _slot(mkeys, mmask, mshift, v)
+                if ms >= 0:
+                    row = np.int64(mvals[ms])
+                    if ralive[row]:
+                        out[n, 0] = j
+                        out[n, 1] = i
+                        out[n, 2] = brow[e]
+                        out[n, 3] = row
+                        out[n, 4] = rrank[row] + 1
+                        n += 1
+                e += 1
+    return out[:n]

@@ -120,6 +120,21 @@ class _Changes:
         return gid(code, np.concatenate(ks)) if ks else np.empty(0, np.int64)
 
 
+class _Suspects:
+    """A rederivation's suspects: their rows, and, built on first use, their own sorted keys
+    (``KeyedRows``) for the rounds that match heads against them; the closure takes the rows
+    and never needs the keys."""
+
+    def __init__(self, rel: Relation, rows: np.ndarray) -> None:
+        self.rel, self.rows = rel, rows
+        self._keyed: KeyedRows | None = None
+
+    def find(self, cols: np.ndarray) -> np.ndarray:
+        if self._keyed is None:
+            self._keyed = KeyedRows(self.rel, self.rows)
+        return self._keyed.find(cols)
+
+
 class _Rule:
     """A rule compiled once: a Join per delta atom and one from the head (rederivation)."""
 
@@ -462,7 +477,7 @@ class ColumnarProgram:
         return body, rank + 1
 
     def _derived(self, r: _Rule, tab: Table, srels: frozenset[str],
-                 only: dict[str, KeyedRows] | None = None, want: np.ndarray | None = None
+                 only: dict[str, _Suspects] | None = None, want: np.ndarray | None = None
                  ) -> tuple[_Rule, np.ndarray, np.ndarray, np.ndarray] | None:
         """(rule, head row, body gids, rank) of the solved table's derivations whose head is
         not alive (and, with ``only``, one of its rows; with ``want``, the given row per
@@ -471,14 +486,16 @@ class ColumnarProgram:
         heads = head_columns(r.rule, self.values, tab)
         name = r.rule.head.relation
         rel = self.rels[name]
-        if only is not None:
+        if want is not None:  # solved from the head: the head must be that row again
+            rows = want
+            ok = np.all(heads == rel.cols[want], axis=1)
+            ok[ok] = ~rel.alive[rows[ok]]
+        elif only is not None:
             allowed = only.get(name)
             if allowed is None:
                 return None
             rows = allowed.find(heads)
             ok = rows >= 0
-            if want is not None:
-                ok &= rows == want
             ok[ok] = ~rel.alive[rows[ok]]
         else:
             rows = rel.rows_for(heads)
@@ -522,7 +539,7 @@ class ColumnarProgram:
         return tab if keep.all() else tab.take(np.flatnonzero(keep))
 
     def _round(self, srels: frozenset[str], rules: list[_Rule], deltas: dict[str, np.ndarray],
-               only: dict[str, KeyedRows] | None = None
+               only: dict[str, _Suspects] | None = None
                ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:
         self._mark_delta(deltas)
         new, old = self._new(), self._old()
@@ -590,7 +607,7 @@ class ColumnarProgram:
 
     def _seminaive(self, srels: frozenset[str], rules: list[_Rule],
                    deltas: dict[str, np.ndarray], ch: _Changes,
-                   only: dict[str, KeyedRows] | None = None,
+                   only: dict[str, _Suspects] | None = None,
                    first: list | None = None) -> None:
         lc = self.closures.get(srels)
         while deltas or first:
@@ -601,7 +618,7 @@ class ColumnarProgram:
                     keyed = only.get(lc.name)
                     if keyed is None:
                         return
-                    allowed = np.sort(keyed.rows)
+                    allowed = np.sort(keyed.rows)  # a _Suspects: its keys never built
                 self.stats["rounds"] += lc.run(self, deltas[lc.name], ch, allowed)
                 return
             self.stats["rounds"] += 1
@@ -613,16 +630,19 @@ class ColumnarProgram:
     def _rederive(self, srels: frozenset[str], rules: list[_Rule],
                   suspects: dict[str, np.ndarray], ch: _Changes) -> None:
         new = self._new()
-        only = {n: KeyedRows(self.rels[n], v) for n, v in suspects.items()}
         cands = []
+        lc = self.closures.get(srels)
+        fast = lc.rederives if lc is not None else frozenset()
+        if fast and len(suspects.get(lc.name, ())):  # type: ignore[union-attr]
+            cands += lc.rederive(self, suspects[lc.name])  # type: ignore[union-attr]
         for r in rules:
             rows = suspects.get(r.rule.head.relation)
-            if rows is None or not len(rows):
+            if r.id in fast or rows is None or not len(rows):
                 continue
             rel = self.rels[r.rule.head.relation]
             tab = bind_head(r.rule, rel, rows)
             tab = r.from_head.run(self.rels, self.values, tab, lambda j: new, new)
-            if tab.n and (c := self._derived(r, tab, srels, only,
+            if tab.n and (c := self._derived(r, tab, srels, None,
                                              rows[tab.vars["#k"]])) is not None:
                 cands.append(c)
         revived = self._admit(cands, ch)
@@ -633,7 +653,7 @@ class ColumnarProgram:
             left[name] = rows[~rel.alive[rows]]
         if revived:
             self._seminaive(srels, rules, revived, ch,
-                            only={n: KeyedRows(self.rels[n], v) for n, v in left.items()})
+                            only={n: _Suspects(self.rels[n], v) for n, v in left.items()})
 
     # -- reading ---------------------------------------------------------------------------
     def rows_of(self, name: str) -> np.ndarray:
