@@ -100,15 +100,20 @@ edge = st.tuples(st.sampled_from(["e", "f", "g"]), st.integers(0, 3), st.integer
                 min_size=1, max_size=5))
 def test_closure_matches_the_oracle_and_the_rounds(name: str, initial: list, batches: list
                                                    ) -> None:
-    """Three runs of the same stream: the closure with a dense table and every stratum
-    maintained (never derived afresh, so deletions rederive), with a hash table, and the
-    rounds; each equal to the oracle after every batch, the closures' supports checked."""
+    """Four runs of the same stream: the closure with a dense table and every stratum
+    maintained (never derived afresh, so deletions rederive), with a hash table, with a hash
+    table that turns dense (its wide rounds vectorised), and the rounds; each equal to the oracle after every batch, the
+    closures' supports checked."""
     plan = plan_program(parse_program(LINEAR[name]))
     fast = columnar.materialize(plan, _facts(initial))
     fast.extra["program"].recompute = 2.0  # more than everything: always maintained
     hashed = columnar.materialize(plan, _facts(initial))
     for lc in hashed.extra["program"].closures.values():
-        lc.dense = 0  # heads told apart by the hash table, not the dense one
+        lc.dense = lc.dense_max = 0  # heads told apart by the hash table only
+    switched = columnar.materialize(plan, _facts(initial))
+    for lc in switched.extra["program"].closures.values():
+        lc.dense, lc.fill = 0, 2  # the hash table first, the dense one once it fills
+        lc.max_work = 3  # and wide rounds handed back to the vectorised ones
     slow = columnar.materialize(plan, _facts(initial))
     slow.extra["program"].closures = {}  # the per-round path, as before the closure
     present = set(_facts(initial))
@@ -122,12 +127,13 @@ def test_closure_matches_the_oracle_and_the_rounds(name: str, initial: list, bat
             sign = "+" if up or not present else "-"
             ups.append((sign, f))
             (present.add if sign == "+" else present.discard)(f)
-        for state in (fast, hashed, slow):
+        for state in (fast, hashed, switched, slow):
             columnar.apply(state, ups)
         want = evaluate_program(plan.program, sorted(present, key=Fact.key))
         for rel in plan.derived:
             expect = {f.args for f in want.get(rel, [])}
-            for state in (fast, hashed, slow):
+            for state in (fast, hashed, switched, slow):
                 assert {f.args for f in state.views().get(rel, [])} == expect
         _check_supports(fast.extra["program"])
         _check_supports(hashed.extra["program"])
+        _check_supports(switched.extra["program"])

@@ -31,10 +31,19 @@ from netrules.lang import ast
 if TYPE_CHECKING:
     from netrules.engine.columnar.psn import ColumnarProgram, _Changes, _Rule
 
-__all__ = ["LinearClosure", "DENSE"]
+__all__ = ["LinearClosure", "DENSE", "DENSE_MAX", "MAX_ROWS", "MAX_WORK"]
 
-#: Heads are told apart by a dense table (value codes) when it has at most this many slots.
+#: Heads are told apart by a dense table (value codes) from the start when it has at most
+#: this many slots; up to ``DENSE_MAX`` slots, once the heads met fill an eighth of it.
 DENSE = 1 << 18
+DENSE_MAX = 1 << 24
+#: A round meeting more (frontier fact, B row) pairs than this is left to the vectorised
+#: rounds, which carry a wide frontier faster (measured on a backbone's load).
+MAX_WORK = 20_000
+#: The compiled paths serve relations of at most this many stored rows: past it (a
+#: backbone's millions of pairs) every head's probe of the relation's map misses the cache,
+#: and the vectorised rounds measured faster (americas k=100 and partitions, up and down).
+MAX_ROWS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -125,7 +134,9 @@ class LinearClosure:
 
     def __init__(self, name: str, rules: list[_Linear], compiled: dict[int, _Rule]) -> None:
         self.name, self.rules, self.compiled = name, rules, compiled
-        self.dense = DENSE
+        self.dense, self.dense_max = DENSE, DENSE_MAX
+        self.fill = 8  # the dense table takes over once heads met pass 1/fill of its slots
+        self.max_work, self.max_rows = MAX_WORK, MAX_ROWS
         #: rules whose rederivation step ``rederive`` solves (all linear ones, or none)
         self.rederives = frozenset(lin.rule_id for lin in rules) if all(
             lin.from_head is not None for lin in rules) else frozenset()
@@ -151,6 +162,10 @@ class LinearClosure:
             compiled[r.id] = r
         return cls(name, out, compiled) if out else None
 
+    def fits(self, prog: ColumnarProgram) -> bool:
+        """Whether the compiled paths serve the relation as large as it is (``MAX_ROWS``)."""
+        return prog.rels[self.name].n <= self.max_rows
+
     def _below(self, prog: ColumnarProgram) -> tuple[np.ndarray, ...]:
         """Each rule's alive B rows sorted by join key, concatenated (``bval`` padded to
         two slots)."""
@@ -175,10 +190,11 @@ class LinearClosure:
                 np.concatenate(rows).astype(np.int64), np.concatenate(vals))
 
     def run(self, prog: ColumnarProgram, seeds: np.ndarray, ch: _Changes,
-            allowed: np.ndarray | None) -> int:
+            allowed: np.ndarray | None) -> tuple[int, np.ndarray]:
         """Derive everything the stratum's relation gains from ``seeds`` (rows just made
         alive), as the rounds of ``_seminaive`` would; ``allowed``: the sorted rows a head
-        may be (a rederivation's suspects), None for any. Returns the rounds run."""
+        may be (a rederivation's suspects), None for any. Returns the rounds run and the
+        frontier left to the vectorised rounds (rows alive, not expanded yet; ``MAX_WORK``)."""
         rel = prog.rels[self.name]
         m = rel.map
         boff, bkey, brow, bval = self._below(prog)
@@ -199,7 +215,7 @@ class LinearClosure:
         used = sorted({slot for lin in self.rules for src, slot in lin.head if src == 0})
         universe = np.unique(np.concatenate([bval[:, used].ravel(), scols.ravel()]))
         nv = len(universe)
-        if nv ** rel.arity > self.dense:
+        if nv ** rel.arity > self.dense_max:
             nv = 0
             bcode, scode = bval, scols
         else:
@@ -207,14 +223,16 @@ class LinearClosure:
             bcode[:, [p for p in range(2) if p not in used]] = 0
             scode = np.searchsorted(universe, scols)
         # the map's arrays are read, never written: a probe of R's rows by packed key
-        frow, fcol, frank, fcount, sup, rounds = kernels.linear_closure(
+        frow, fcol, frank, fcount, sup, rounds, left = kernels.linear_closure(
             seeds, rel.cols, rel.rank, rel.alive, m._keys, m._vals,
             np.int64(m._mask), m._shift, boff, bkey, brow, bval, rjoin, hsrc, hidx,
-            allow.astype(np.int64), restrict, np.int64(prog.k), bcode, scode, np.int64(nv))
+            allow.astype(np.int64), restrict, np.int64(prog.k), bcode, scode, np.int64(nv),
+            nv ** rel.arity <= self.dense, np.int64(nv ** rel.arity // self.fill),
+            np.int64(self.max_work))
         ns = len(seeds)
         sf, sr, sb, sd = sup[:, 0], sup[:, 1], sup[:, 2], sup[:, 3]
         if len(frow) == ns:
-            return rounds
+            return rounds, seeds if left >= 0 else seeds[:0]
         new = frow[ns:]
         fresh = np.flatnonzero(new < 0)
         if len(fresh):
@@ -235,7 +253,7 @@ class LinearClosure:
         body[at, r_at] = gid(code, frow[sd])
         rid = np.array([lin.rule_id for lin in self.rules], dtype=np.int32)[sr]
         prog._made.append((gid(code, frow[sf]), rid, body))
-        return rounds
+        return rounds, frow[left:] if left >= 0 else frow[:0]
 
     def rederive(self, prog: ColumnarProgram, heads: np.ndarray
                  ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:

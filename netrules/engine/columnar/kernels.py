@@ -394,7 +394,8 @@ def _local_rehash(tkeys: np.ndarray, tvals: np.ndarray, size: np.int64
 def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tused: np.int64,
                    frow: np.ndarray, fcol: np.ndarray, frank: np.ndarray, fcount: np.ndarray,
                    sup: np.ndarray, tkeys: np.ndarray, tvals: np.ndarray, fcode: np.ndarray,
-                   bcode: np.ndarray, dense: np.ndarray, nv: np.int64, ralive: np.ndarray,
+                   bcode: np.ndarray, dense: np.ndarray, nv: np.int64, use_dense: bool,
+                   ralive: np.ndarray,
                    mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64, mshift: np.uint64,
                    boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray, bval: np.ndarray,
                    rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
@@ -403,7 +404,6 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
     caller sized for it: no array is reassigned here, which keeps the loop tight (growing
     them in the loop cost half the kernel's time)."""
     arity = fcol.shape[1]
-    use_dense = nv > 0
     ranks = frank[lo:hi]
     one = hi > lo and ranks.min() == ranks.max()  # the usual frontier: one rank, no sort
     order = np.arange(lo, hi) if one else lo + np.argsort(ranks)
@@ -428,7 +428,7 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
                 s = np.int64(0)
                 dk = c0 * nv + c1 if arity > 1 else c0
                 if use_dense:
-                    g = dense[dk]
+                    g = np.int64(dense[dk])
                     known = g != EMPTY
                 else:
                     s = _local_home(tkeys, hk)
@@ -493,7 +493,8 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                    mshift: np.uint64, boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray,
                    bval: np.ndarray, rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
                    allowed: np.ndarray, restrict: bool, k: np.int64, bcode: np.ndarray,
-                   scode: np.ndarray, nv: np.int64) -> tuple:  # pragma: no cover
+                   scode: np.ndarray, nv: np.int64, start_dense: bool, switch: np.int64,
+                   max_work: np.int64) -> tuple:  # pragma: no cover - compiled
     """Semi-naive to the fixpoint of a stratum of one relation R (arity 1 or 2) whose rules
     that read R are linear, ``R(h) :- B(b), R(r)`` with B below: every round of
     ``ColumnarProgram._seminaive`` after the first, in one call.
@@ -509,14 +510,21 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
     rank, as ``_admit`` does. The frontier is visited by rank, so a head's candidates come
     least rank first.
 
-    Heads are told apart by a hash table of their packed ids, or, when ``nv`` (the distinct
-    values heads can take) is not 0, by a dense table indexed by value codes: ``bcode``
-    holds the codes of ``bval``, ``scode`` those of the seeds' columns (a table of a
-    graph's node pairs stays in cache; a hash table over the same pairs did not).
+    Heads are told apart by a hash table of their packed ids or by a dense table indexed by
+    value codes (``nv`` distinct values heads can take, 0 for none; ``bcode`` holds the codes
+    of ``bval``, ``scode`` those of the seeds' columns): from the start with
+    ``start_dense`` (a small graph's node pairs, which stay in cache), else once the hash
+    table would hold ``switch`` heads (a load or a large insertion: a hash table of millions
+    of heads missed the cache on every probe).
 
     Facts are indexed seeds first, then in the order they are made. Returns (each fact's
     row, -1 for a row never stored; the new facts' columns, rank and support count; per
-    support, grouped by fact, a row of its fact, rule, B row and R body fact; rounds)."""
+    support, grouped by fact, a row of its fact, rule, B row and R body fact; rounds; the
+    index of the first fact of the frontier left unexpanded, -1 when none is left).
+
+    A round that would meet more than ``max_work`` (frontier fact, B row) pairs is left to
+    the caller: vectorised rounds carry a wide frontier faster than this loop (a backbone's
+    load), which is for the many narrow rounds."""
     arity = rcols.shape[1]
     ns = len(seeds)
     cap = max(16, 2 * ns)
@@ -532,28 +540,37 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
             fcol[i, p] = rcols[seeds[i], p]
             fcode[i, p] = scode[i, p]
         frank[i] = rrank[seeds[i]]
-    dense = np.full(nv ** arity if nv else 1, EMPTY, dtype=np.int64)
+    use_dense = start_dense and nv > 0
+    dense = np.full(nv ** arity if use_dense else 1, EMPTY, dtype=np.int32)
     nf, nsup, tused = ns, 0, 0
     tkeys = np.full(64, EMPTY, dtype=np.int64)  # head key -> fact, or -2: not new
     tvals = np.empty(64, dtype=np.int64)
     lo, hi = 0, ns
     rounds = 0
     while hi > lo:
-        rounds += 1
         work = _closure_work(lo, hi, fcol, boff, bkey, rjoin)
+        if work > max_work:
+            break
+        rounds += 1
         frow = _grow_to(frow, nf + work)
         fcol = _grow_to(fcol, nf + work)
         frank = _grow_to(frank, nf + work)
         fcount = _grow_to(fcount, nf + work)
         fcode = _grow_to(fcode, nf + work)
         sup = _grow_to(sup, nsup + work)
-        if not nv and 2 * (tused + work) > len(tkeys):
+        if not use_dense and nv > 0 and tused + work > switch:
+            use_dense = True  # the facts made so far move over; the others are asked again
+            dense = np.full(nv ** arity, EMPTY, dtype=np.int32)
+            for f in range(ns, nf):
+                dense[fcode[f, 0] * nv + fcode[f, 1] if arity > 1 else fcode[f, 0]] = f
+        if not use_dense and 2 * (tused + work) > len(tkeys):
             size = len(tkeys)
             while 2 * (tused + work) > size:
                 size *= 4
             tkeys, tvals = _local_rehash(tkeys, tvals, size)
         nf, nsup, tused = _closure_round(lo, hi, nf, nsup, tused, frow, fcol, frank, fcount,
-                                         sup, tkeys, tvals, fcode, bcode, dense, nv, ralive,
+                                         sup, tkeys, tvals, fcode, bcode, dense, nv,
+                                         use_dense, ralive,
                                          mkeys, mvals, mmask,
                                          mshift, boff, bkey, brow, bval, rjoin, hsrc, hidx,
                                          allowed, restrict, k)
@@ -569,7 +586,8 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
         f = sup[j, 0]
         grouped[at[f]] = sup[j]
         at[f] += 1
-    return (frow[:nf], fcol[ns:nf], frank[ns:nf], fcount[ns:nf], grouped, rounds)
+    return (frow[:nf], fcol[ns:nf], frank[ns:nf], fcount[ns:nf], grouped, rounds,
+            lo if hi > lo else -1)
 
 
 @njit(cache=True, nogil=True)

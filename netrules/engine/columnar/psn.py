@@ -611,16 +611,26 @@ class ColumnarProgram:
                    first: list | None = None) -> None:
         lc = self.closures.get(srels)
         while deltas or first:
-            if lc is not None and not first and deltas.keys() == {lc.name}:
-                # every round left is a linear rule's: one compiled call (closure.py)
+            if (lc is not None and not first and deltas.keys() == {lc.name}
+                    and len(deltas[lc.name]) <= lc.max_work and lc.fits(self)):
+                # every round left is a linear rule's: compiled calls (closure.py) while
+                # the frontier is narrow, vectorised rounds while it is wide
                 allowed = None
                 if only is not None:
                     keyed = only.get(lc.name)
                     if keyed is None:
                         return
+                    if len(keyed.rows) > lc.max_work:  # many suspects: vectorised rounds
+                        lc = None
+                        continue
                     allowed = np.sort(keyed.rows)  # a _Suspects: its keys never built
-                self.stats["rounds"] += lc.run(self, deltas[lc.name], ch, allowed)
-                return
+                rounds, wide = lc.run(self, deltas[lc.name], ch, allowed)
+                self.stats["rounds"] += rounds
+                if not len(wide):
+                    return
+                deltas = {lc.name: wide}
+                if rounds:
+                    continue
             self.stats["rounds"] += 1
             cands = self._round(srels, rules, deltas, only) + (first or [])
             first = None
@@ -632,7 +642,9 @@ class ColumnarProgram:
         new = self._new()
         cands = []
         lc = self.closures.get(srels)
-        fast = lc.rederives if lc is not None else frozenset()
+        fast = lc.rederives if lc is not None and lc.fits(self) else frozenset()
+        if len(suspects.get(lc.name, ())) > lc.max_work if lc is not None else True:
+            fast = frozenset()  # many suspects: the vectorised join is faster (MAX_WORK)
         if fast and len(suspects.get(lc.name, ())):  # type: ignore[union-attr]
             cands += lc.rederive(self, suspects[lc.name])  # type: ignore[union-attr]
         for r in rules:
