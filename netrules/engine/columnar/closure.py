@@ -13,7 +13,13 @@ or 2 (its rows' keys are then the packed ids the relation's hash map holds); eve
 reading it has exactly two body literals, both positive atoms, one of the stratum's relation
 and one from below, plain distinct variables only, sharing one or two of them; every head
 argument a variable of the body. Other rules of the stratum (no recursive atom) are left to the
-first round, which is evaluated as before.
+first round, which is evaluated as before. A rederivation's first step, the join from each
+suspect's own row, is one compiled pass for the same rules (``rederive``).
+
+Where they stop: a round meeting over ``MAX_WORK`` pairs goes back to the vectorised rounds,
+and neither path serves a relation past ``MAX_ROWS`` stored rows (measured on americas: the
+kernel's probe of a map of millions of slots misses the cache for every new head, while the
+vectorised rounds carry a wide frontier at a few ns an element).
 """
 
 from __future__ import annotations

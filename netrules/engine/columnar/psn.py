@@ -642,11 +642,15 @@ class ColumnarProgram:
         new = self._new()
         cands = []
         lc = self.closures.get(srels)
-        fast = lc.rederives if lc is not None and lc.fits(self) else frozenset()
-        if len(suspects.get(lc.name, ())) > lc.max_work if lc is not None else True:
-            fast = frozenset()  # many suspects: the vectorised join is faster (MAX_WORK)
-        if fast and len(suspects.get(lc.name, ())):  # type: ignore[union-attr]
-            cands += lc.rederive(self, suspects[lc.name])  # type: ignore[union-attr]
+        fast: frozenset[int] = frozenset()
+        if lc is not None and lc.fits(self):
+            # the linear rules solved from the suspects in one compiled pass (closure.py),
+            # unless they are many: the vectorised join is faster then (``MAX_WORK``)
+            mine = suspects.get(lc.name, np.empty(0, np.int64))
+            if 0 < len(mine) <= lc.max_work:
+                fast = lc.rederives
+                if fast:
+                    cands += lc.rederive(self, mine)
         for r in rules:
             rows = suspects.get(r.rule.head.relation)
             if r.id in fast or rows is None or not len(rows):
