@@ -40,8 +40,9 @@ is what restart needs (``pipeline.batch.recover``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from operator import itemgetter
+from typing import NamedTuple
 
 from netrules.facts import Fact, sort_key
 
@@ -91,8 +92,10 @@ class _Tie:
         self.fact, self._key = fact, None
 
 
-@dataclass(frozen=True, slots=True)
-class _Write:
+class _Write(NamedTuple):
+    """A register's latest write (a named tuple: made once per update, and a frozen
+    dataclass's ``__init__`` was a third of the ledger's time)."""
+
     order: tuple  # (stamp, deletion first, fact order): the register keeps the largest
     sign: str
     fact: Fact
@@ -110,6 +113,7 @@ class BaseLedger:
         self.keys: dict[str, tuple[int, ...]] = dict(keys or {})
         self.lifetimes: dict[str, float] = dict(lifetimes or {})
         self.regs: dict[tuple, _Write] = {}
+        self._regf: dict[str, Callable[[tuple], tuple] | None] = {}
         self.clock = 0.0
         self.arrivals = 0
         self.last = Counter[str]()  # the last batch's stale updates: duplicates, superseded
@@ -135,10 +139,26 @@ class BaseLedger:
 
     # -- reading -------------------------------------------------------------------------
     def _reg(self, fact: Fact) -> tuple:
-        pos = self.keys.get(fact.relation)
-        if pos is None or any(p >= len(fact.args) for p in pos):
-            return (fact.relation, fact.args)
-        return (fact.relation, tuple(fact.args[p] for p in pos))
+        rel = fact.relation
+        try:
+            get = self._regf[rel]
+        except KeyError:
+            get = self._regf[rel] = self._reg_of(rel)
+        return (rel, fact.args) if get is None else get(fact.args)
+
+    def _reg_of(self, rel: str) -> Callable[[tuple], tuple] | None:
+        """The register of a fact of ``rel`` from its arguments (None: all of them), made
+        once per relation: the register was a generator and a tuple per update."""
+        pos = self.keys.get(rel)
+        if pos is None:
+            return None
+        top = max(pos, default=-1)
+        pick = itemgetter(*pos) if len(pos) > 1 else (lambda a: (a[pos[0]],)) if pos else (
+            lambda a: ())
+
+        def reg(args: tuple) -> tuple:
+            return (rel, args) if top >= len(args) else (rel, pick(args))
+        return reg
 
     def _live(self, w: _Write | None, clock: float) -> Fact | None:
         """The fact a register holds at ``clock`` (None: deleted, or expired soft state)."""
@@ -203,12 +223,22 @@ class BaseLedger:
         now: dict[tuple, _Write] = {}
         stale: Counter[str] = Counter()
         start = self.clock
+        regs, order_of, reg_of, live = self.regs, self._order, self._reg, self._live
+        soft = bool(self.lifetimes)
         for item in batch:
-            sign, fact, order = self._order(item)
-            reg = self._reg(fact)
-            old = now.get(reg) or self.regs.get(reg)
-            if reg not in before:
-                before[reg] = self._live(self.regs.get(reg), start)
+            if len(item) > 2 and item[2] is not None:
+                sign, fact, order = order_of(item)
+            else:  # ``_order``'s plain case, inline: most updates of a batch take it
+                sign, fact = item[0], item[1]
+                self.arrivals += 1
+                order = ((self.clock, self.arrivals, "", 0), sign == "-", _Tie(fact))
+            reg = reg_of(fact)
+            old = now.get(reg)
+            if old is None:
+                old = regs.get(reg)
+                if reg not in before:
+                    before[reg] = live(old, start) if soft else (
+                        old.fact if old is not None and old.sign == "+" else None)
             seen = (old is not None and old.inserted) or sign == "+"
             if old is not None and order <= old.order:
                 stale["duplicates" if order == old.order else "superseded"] += 1
@@ -222,9 +252,11 @@ class BaseLedger:
                     before[reg] = self._live(w, start)
                     now[reg] = w
         appeared, vanished = set(), set()
+        clock = self.clock
         for reg, w in now.items():
-            was, is_ = before[reg], self._live(w, self.clock)
-            if was != is_:
+            was = before[reg]
+            is_ = live(w, clock) if soft else (w.fact if w.sign == "+" else None)
+            if was is not is_ and was != is_:
                 if was is not None:
                     vanished.add(was)
                 if is_ is not None:

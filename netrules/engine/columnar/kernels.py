@@ -16,7 +16,7 @@ from numba import njit
 
 __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", "release",
            "best_supports", "kill_step", "revive",
-           "lookup", "chain_keys"]
+           "lookup", "chain_keys", "linear_closure", "linear_rederive"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -378,3 +378,295 @@ def revive(facts: np.ndarray, frank: np.ndarray, nsup: np.ndarray, rank: np.ndar
             first[f] = r
             f += 1
     return first[:f]
+
+
+
+@njit(cache=True, nogil=True)
+def _grow_to(a: np.ndarray, need: np.int64) -> np.ndarray:  # pragma: no cover - compiled
+    """``a`` itself if it holds ``need`` rows, else a copy with at least twice the rows."""
+    if need <= len(a):
+        return a
+    out = np.empty((max(need, 2 * len(a)),) + a.shape[1:], dtype=a.dtype)
+    out[: len(a)] = a
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _local_home(tkeys: np.ndarray, k: np.int64) -> np.int64:  # pragma: no cover - compiled
+    """The slot of ``k`` in a local open-addressing table, or the empty slot it would take."""
+    mask = len(tkeys) - 1
+    s = np.int64((np.uint64(k) * MIX) >> np.uint64(32)) & mask
+    while tkeys[s] != EMPTY and tkeys[s] != k:
+        s = (s + 1) & mask
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _local_rehash(tkeys: np.ndarray, tvals: np.ndarray, size: np.int64
+                  ) -> tuple:  # pragma: no cover - compiled
+    """The local table's entries in a table of ``size`` slots (a power of two)."""
+    nk = np.full(size, EMPTY, dtype=np.int64)
+    nv = np.empty(size, dtype=np.int64)
+    for j in range(len(tkeys)):
+        if tkeys[j] != EMPTY:
+            s = _local_home(nk, tkeys[j])
+            nk[s] = tkeys[j]
+            nv[s] = tvals[j]
+    return nk, nv
+
+
+@njit(cache=True, nogil=True)
+def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tused: np.int64,
+                   frow: np.ndarray, fcol: np.ndarray, frank: np.ndarray, fcount: np.ndarray,
+                   sup: np.ndarray, tkeys: np.ndarray, tvals: np.ndarray, fcode: np.ndarray,
+                   bcode: np.ndarray, dense: np.ndarray, nv: np.int64, use_dense: bool,
+                   ralive: np.ndarray,
+                   mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64, mshift: np.uint64,
+                   boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray, bval: np.ndarray,
+                   rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
+                   allowed: np.ndarray, restrict: bool, k: np.int64) -> tuple:  # pragma: no cover
+    """One round of ``linear_closure`` over the frontier facts ``lo..hi``, into arrays the
+    caller sized for it: no array is reassigned here, which keeps the loop tight (growing
+    them in the loop cost half the kernel's time)."""
+    arity = fcol.shape[1]
+    ranks = frank[lo:hi]
+    one = hi > lo and ranks.min() == ranks.max()  # the usual frontier: one rank, no sort
+    order = np.arange(lo, hi) if one else lo + np.argsort(ranks)
+    for d in order:
+        r1 = frank[d] + 1
+        for i in range(len(boff) - 1):
+            b = boff[i + 1]
+            q = fcol[d, rjoin[i, 0]]
+            if rjoin[i, 1] >= 0:
+                q = (q << 31) | fcol[d, rjoin[i, 1]]
+            e = _first_at_least(bkey[:b], q, boff[i])
+            while e < b and bkey[e] == q:
+                h0 = bval[e, hidx[i, 0]] if hsrc[i, 0] == 0 else fcol[d, hidx[i, 0]]
+                c0 = bcode[e, hidx[i, 0]] if hsrc[i, 0] == 0 else fcode[d, hidx[i, 0]]
+                h1 = np.int64(0)
+                c1 = np.int64(0)
+                hk = h0
+                if arity > 1:
+                    h1 = bval[e, hidx[i, 1]] if hsrc[i, 1] == 0 else fcol[d, hidx[i, 1]]
+                    c1 = bcode[e, hidx[i, 1]] if hsrc[i, 1] == 0 else fcode[d, hidx[i, 1]]
+                    hk = (h0 << 31) | h1
+                s = np.int64(0)
+                dk = c0 * nv + c1 if arity > 1 else c0
+                if use_dense:
+                    g = np.int64(dense[dk])
+                    known = g != EMPTY
+                else:
+                    s = _local_home(tkeys, hk)
+                    known = tkeys[s] == hk
+                    g = tvals[s]
+                if not known:
+                    ms = _slot(mkeys, mmask, mshift, hk)
+                    row = np.int64(mvals[ms]) if ms >= 0 else np.int64(-1)
+                    ok = row < 0 or not ralive[row]
+                    if ok and restrict:
+                        at = _first_at_least(allowed, row, 0)
+                        ok = row >= 0 and at < len(allowed) and allowed[at] == row
+                    g = np.int64(-2)
+                    if ok:
+                        g = nf
+                        nf += 1
+                        frow[g] = row
+                        fcol[g, 0] = h0
+                        fcode[g, 0] = c0
+                        if arity > 1:
+                            fcol[g, 1] = h1
+                            fcode[g, 1] = c1
+                        frank[g] = r1
+                        fcount[g] = 0
+                    if use_dense:
+                        dense[dk] = g
+                    else:
+                        tkeys[s] = hk
+                        tvals[s] = g
+                        tused += 1
+                if g >= hi and frank[g] == r1 and fcount[g] < k:
+                    sup[nsup, 0] = g
+                    sup[nsup, 1] = i
+                    sup[nsup, 2] = brow[e]
+                    sup[nsup, 3] = d
+                    nsup += 1
+                    fcount[g] += 1
+                e += 1
+    return nf, nsup, tused
+
+
+@njit(cache=True, nogil=True)
+def _closure_work(lo: np.int64, hi: np.int64, fcol: np.ndarray, boff: np.ndarray,
+                  bkey: np.ndarray, rjoin: np.ndarray) -> np.int64:  # pragma: no cover
+    """How many (frontier fact, B row) pairs a round will meet: a bound on the facts,
+    supports and table entries it can add."""
+    n = 0
+    for d in range(lo, hi):
+        for i in range(len(boff) - 1):
+            b = boff[i + 1]
+            q = fcol[d, rjoin[i, 0]]
+            if rjoin[i, 1] >= 0:
+                q = (q << 31) | fcol[d, rjoin[i, 1]]
+            e = _first_at_least(bkey[:b], q, boff[i])
+            n += _first_at_least(bkey[:b], q + 1, e) - e
+    return n
+
+
+@njit(cache=True, nogil=True)
+def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
+                   ralive: np.ndarray, mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64,
+                   mshift: np.uint64, boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray,
+                   bval: np.ndarray, rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
+                   allowed: np.ndarray, restrict: bool, k: np.int64, bcode: np.ndarray,
+                   scode: np.ndarray, nv: np.int64, start_dense: bool, switch: np.int64,
+                   max_work: np.int64) -> tuple:  # pragma: no cover - compiled
+    """Semi-naive to the fixpoint of a stratum of one relation R (arity 1 or 2) whose rules
+    that read R are linear, ``R(h) :- B(b), R(r)`` with B below: every round of
+    ``ColumnarProgram._seminaive`` after the first, in one call.
+
+    ``seeds`` are R rows just made alive (the last round's delta). Rule i's alive B rows,
+    sorted by their join key, are ``bkey``/``brow``/``bval[boff[i]:boff[i+1]]`` (``bval``:
+    the B values the head takes, two slots); R's key is column ``rjoin[i, 0]`` of a delta
+    row, packed with column ``rjoin[i, 1]`` when that is not -1. Head position p is slot
+    ``hidx[i, p]`` of ``bval`` (``hsrc[i, p]`` 0) or column ``hidx[i, p]`` of the delta row
+    (1). A head is new when its row (R's hash map: ``mkeys``/``mvals``) is absent or dead
+    (with ``restrict``: one of the sorted ``allowed`` rows) and no earlier round made it;
+    it takes rank 1 + the least delta rank that derives it and up to ``k`` supports of that
+    rank, as ``_admit`` does. The frontier is visited by rank, so a head's candidates come
+    least rank first.
+
+    Heads are told apart by a hash table of their packed ids or by a dense table indexed by
+    value codes (``nv`` distinct values heads can take, 0 for none; ``bcode`` holds the codes
+    of ``bval``, ``scode`` those of the seeds' columns): from the start with
+    ``start_dense`` (a small graph's node pairs, which stay in cache), else once the hash
+    table would hold ``switch`` heads (a load or a large insertion: a hash table of millions
+    of heads missed the cache on every probe).
+
+    Facts are indexed seeds first, then in the order they are made. Returns (each fact's
+    row, -1 for a row never stored; the new facts' columns, rank and support count; per
+    support, grouped by fact, a row of its fact, rule, B row and R body fact; rounds; the
+    index of the first fact of the frontier left unexpanded, -1 when none is left).
+
+    A round that would meet more than ``max_work`` (frontier fact, B row) pairs is left to
+    the caller: vectorised rounds carry a wide frontier faster than this loop (a backbone's
+    load), which is for the many narrow rounds."""
+    arity = rcols.shape[1]
+    ns = len(seeds)
+    cap = max(16, 2 * ns)
+    frow = np.empty(cap, dtype=np.int64)
+    fcol = np.zeros((cap, arity), dtype=np.int64)
+    frank = np.empty(cap, dtype=np.int64)
+    fcount = np.zeros(cap, dtype=np.int64)
+    sup = np.empty((cap, 4), dtype=np.int64)
+    fcode = np.zeros((cap, arity), dtype=np.int64)
+    for i in range(ns):
+        frow[i] = seeds[i]
+        for p in range(arity):
+            fcol[i, p] = rcols[seeds[i], p]
+            fcode[i, p] = scode[i, p]
+        frank[i] = rrank[seeds[i]]
+    use_dense = start_dense and nv > 0
+    dense = np.full(nv ** arity if use_dense else 1, EMPTY, dtype=np.int32)
+    nf, nsup, tused = ns, 0, 0
+    tkeys = np.full(64, EMPTY, dtype=np.int64)  # head key -> fact, or -2: not new
+    tvals = np.empty(64, dtype=np.int64)
+    lo, hi = 0, ns
+    rounds = 0
+    while hi > lo:
+        work = _closure_work(lo, hi, fcol, boff, bkey, rjoin)
+        if work > max_work:
+            break
+        rounds += 1
+        frow = _grow_to(frow, nf + work)
+        fcol = _grow_to(fcol, nf + work)
+        frank = _grow_to(frank, nf + work)
+        fcount = _grow_to(fcount, nf + work)
+        fcode = _grow_to(fcode, nf + work)
+        sup = _grow_to(sup, nsup + work)
+        if not use_dense and nv > 0 and tused + work > switch:
+            use_dense = True  # the facts made so far move over; the others are asked again
+            dense = np.full(nv ** arity, EMPTY, dtype=np.int32)
+            for f in range(ns, nf):
+                dense[fcode[f, 0] * nv + fcode[f, 1] if arity > 1 else fcode[f, 0]] = f
+        if not use_dense and 2 * (tused + work) > len(tkeys):
+            size = len(tkeys)
+            while 2 * (tused + work) > size:
+                size *= 4
+            tkeys, tvals = _local_rehash(tkeys, tvals, size)
+        nf, nsup, tused = _closure_round(lo, hi, nf, nsup, tused, frow, fcol, frank, fcount,
+                                         sup, tkeys, tvals, fcode, bcode, dense, nv,
+                                         use_dense, ralive,
+                                         mkeys, mvals, mmask,
+                                         mshift, boff, bkey, brow, bval, rjoin, hsrc, hidx,
+                                         allowed, restrict, k)
+        lo, hi = hi, nf
+    # a fact's supports together, facts in order: a counting sort (numba's argsort of them
+    # was a fifth of the kernel)
+    at = np.empty(nf + 1, dtype=np.int64)
+    at[ns] = 0
+    for f in range(ns, nf):
+        at[f + 1] = at[f] + fcount[f]
+    grouped = np.empty((nsup, 4), dtype=np.int64)
+    for j in range(nsup):
+        f = sup[j, 0]
+        grouped[at[f]] = sup[j]
+        at[f] += 1
+    return (frow[:nf], fcol[ns:nf], frank[ns:nf], fcount[ns:nf], grouped, rounds,
+            lo if hi > lo else -1)
+
+
+@njit(cache=True, nogil=True)
+def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
+                    ralive: np.ndarray, mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64,
+                    mshift: np.uint64, boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray,
+                    bval: np.ndarray, hkey: np.ndarray, rsrc: np.ndarray,
+                    ridx: np.ndarray) -> tuple:  # pragma: no cover - compiled
+    """Every derivation of the given R rows (a rederivation's suspects) by the linear rules
+    ``R(h) :- B(b), R(r)`` whose R body fact is alive: the first rederivation step's join,
+    solved from the head, in one pass.
+
+    Rule i's alive B rows are sorted by the B columns the head's variables take, packed
+    (``bkey``, keys matched against head columns ``hkey[i]``, the second -1 when one); R
+    position p of the body takes slot ``ridx[i, p]`` of ``bval`` (``rsrc[i, p]`` 0) or head
+    column ``ridx[i, p]`` (1). Returns per derivation (head index, rule, B row, R row, rank:
+    one more than the R row's)."""
+    arity = rcols.shape[1]
+    nrules = len(boff) - 1
+    bound = 0
+    for j in range(len(heads)):  # a first pass bounds the output: B rows met
+        h = heads[j]
+        for i in range(nrules):
+            b = boff[i + 1]
+            q = np.int64(rcols[h, hkey[i, 0]])
+            if hkey[i, 1] >= 0:
+                q = (q << 31) | rcols[h, hkey[i, 1]]
+            e = _first_at_least(bkey[:b], q, boff[i])
+            bound += _first_at_least(bkey[:b], q + 1, e) - e
+    out = np.empty((bound, 5), dtype=np.int64)
+    n = 0
+    for j in range(len(heads)):
+        h = heads[j]
+        for i in range(nrules):
+            b = boff[i + 1]
+            q = np.int64(rcols[h, hkey[i, 0]])
+            if hkey[i, 1] >= 0:
+                q = (q << 31) | rcols[h, hkey[i, 1]]
+            e = _first_at_least(bkey[:b], q, boff[i])
+            while e < b and bkey[e] == q:
+                v = bval[e, ridx[i, 0]] if rsrc[i, 0] == 0 else np.int64(rcols[h, ridx[i, 0]])
+                if arity > 1:
+                    w = bval[e, ridx[i, 1]] if rsrc[i, 1] == 0 else np.int64(
+                        rcols[h, ridx[i, 1]])
+                    v = (v << 31) | w
+                ms = _slot(mkeys, mmask, mshift, v)
+                if ms >= 0:
+                    row = np.int64(mvals[ms])
+                    if ralive[row]:
+                        out[n, 0] = j
+                        out[n, 1] = i
+                        out[n, 2] = brow[e]
+                        out[n, 3] = row
+                        out[n, 4] = rrank[row] + 1
+                        n += 1
+                e += 1
+    return out[:n]

@@ -25,6 +25,7 @@ import numpy as np
 
 from netrules.engine.columnar import kernels
 from netrules.engine.columnar.aggregate import AggRule, maintain_aggregate, why_not_aggregate
+from netrules.engine.columnar.closure import LinearClosure
 from netrules.engine.columnar.iterated import IteratedStage
 from netrules.engine.columnar.joins import (
     Join,
@@ -119,6 +120,21 @@ class _Changes:
         return gid(code, np.concatenate(ks)) if ks else np.empty(0, np.int64)
 
 
+class _Suspects:
+    """A rederivation's suspects: their rows, and, built on first use, their own sorted keys
+    (``KeyedRows``) for the rounds that match heads against them; the closure takes the rows
+    and never needs the keys."""
+
+    def __init__(self, rel: Relation, rows: np.ndarray) -> None:
+        self.rel, self.rows = rel, rows
+        self._keyed: KeyedRows | None = None
+
+    def find(self, cols: np.ndarray) -> np.ndarray:
+        if self._keyed is None:
+            self._keyed = KeyedRows(self.rel, self.rows)
+        return self._keyed.find(cols)
+
+
 class _Rule:
     """A rule compiled once: a Join per delta atom and one from the head (rederivation)."""
 
@@ -178,6 +194,11 @@ class ColumnarProgram:
             self.rules.append(compiled)
             self.aggs.append(aggs)
         self.supports = Supports(width, k)
+        self.closures: dict[frozenset[str], LinearClosure] = {}
+        for (_s, srels), rules in zip(self.strata, self.rules, strict=True):
+            lc = LinearClosure.of(srels, rules, plan.arity) if rules else None
+            if lc is not None:
+                self.closures[srels] = lc
         self.batch = 0
         self._in_delta: dict[str, RowSet | np.ndarray] = {}
         self._scratch = np.zeros(0, dtype=np.int32)
@@ -456,7 +477,7 @@ class ColumnarProgram:
         return body, rank + 1
 
     def _derived(self, r: _Rule, tab: Table, srels: frozenset[str],
-                 only: dict[str, KeyedRows] | None = None, want: np.ndarray | None = None
+                 only: dict[str, _Suspects] | None = None, want: np.ndarray | None = None
                  ) -> tuple[_Rule, np.ndarray, np.ndarray, np.ndarray] | None:
         """(rule, head row, body gids, rank) of the solved table's derivations whose head is
         not alive (and, with ``only``, one of its rows; with ``want``, the given row per
@@ -465,14 +486,16 @@ class ColumnarProgram:
         heads = head_columns(r.rule, self.values, tab)
         name = r.rule.head.relation
         rel = self.rels[name]
-        if only is not None:
+        if want is not None:  # solved from the head: the head must be that row again
+            rows = want
+            ok = np.all(heads == rel.cols[want], axis=1)
+            ok[ok] = ~rel.alive[rows[ok]]
+        elif only is not None:
             allowed = only.get(name)
             if allowed is None:
                 return None
             rows = allowed.find(heads)
             ok = rows >= 0
-            if want is not None:
-                ok &= rows == want
             ok[ok] = ~rel.alive[rows[ok]]
         else:
             rows = rel.rows_for(heads)
@@ -516,7 +539,7 @@ class ColumnarProgram:
         return tab if keep.all() else tab.take(np.flatnonzero(keep))
 
     def _round(self, srels: frozenset[str], rules: list[_Rule], deltas: dict[str, np.ndarray],
-               only: dict[str, KeyedRows] | None = None
+               only: dict[str, _Suspects] | None = None
                ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:
         self._mark_delta(deltas)
         new, old = self._new(), self._old()
@@ -584,9 +607,30 @@ class ColumnarProgram:
 
     def _seminaive(self, srels: frozenset[str], rules: list[_Rule],
                    deltas: dict[str, np.ndarray], ch: _Changes,
-                   only: dict[str, KeyedRows] | None = None,
+                   only: dict[str, _Suspects] | None = None,
                    first: list | None = None) -> None:
+        lc = self.closures.get(srels)
         while deltas or first:
+            if (lc is not None and not first and deltas.keys() == {lc.name}
+                    and len(deltas[lc.name]) <= lc.max_work and lc.fits(self)):
+                # every round left is a linear rule's: compiled calls (closure.py) while
+                # the frontier is narrow, vectorised rounds while it is wide
+                allowed = None
+                if only is not None:
+                    keyed = only.get(lc.name)
+                    if keyed is None:
+                        return
+                    if len(keyed.rows) > lc.max_work:  # many suspects: vectorised rounds
+                        lc = None
+                        continue
+                    allowed = np.sort(keyed.rows)  # a _Suspects: its keys never built
+                rounds, wide = lc.run(self, deltas[lc.name], ch, allowed)
+                self.stats["rounds"] += rounds
+                if not len(wide):
+                    return
+                deltas = {lc.name: wide}
+                if rounds:
+                    continue
             self.stats["rounds"] += 1
             cands = self._round(srels, rules, deltas, only) + (first or [])
             first = None
@@ -596,16 +640,25 @@ class ColumnarProgram:
     def _rederive(self, srels: frozenset[str], rules: list[_Rule],
                   suspects: dict[str, np.ndarray], ch: _Changes) -> None:
         new = self._new()
-        only = {n: KeyedRows(self.rels[n], v) for n, v in suspects.items()}
         cands = []
+        lc = self.closures.get(srels)
+        fast: frozenset[int] = frozenset()
+        if lc is not None and lc.fits(self):
+            # the linear rules solved from the suspects in one compiled pass (closure.py),
+            # unless they are many: the vectorised join is faster then (``MAX_WORK``)
+            mine = suspects.get(lc.name, np.empty(0, np.int64))
+            if 0 < len(mine) <= lc.max_work:
+                fast = lc.rederives
+                if fast:
+                    cands += lc.rederive(self, mine)
         for r in rules:
             rows = suspects.get(r.rule.head.relation)
-            if rows is None or not len(rows):
+            if r.id in fast or rows is None or not len(rows):
                 continue
             rel = self.rels[r.rule.head.relation]
             tab = bind_head(r.rule, rel, rows)
             tab = r.from_head.run(self.rels, self.values, tab, lambda j: new, new)
-            if tab.n and (c := self._derived(r, tab, srels, only,
+            if tab.n and (c := self._derived(r, tab, srels, None,
                                              rows[tab.vars["#k"]])) is not None:
                 cands.append(c)
         revived = self._admit(cands, ch)
@@ -616,7 +669,7 @@ class ColumnarProgram:
             left[name] = rows[~rel.alive[rows]]
         if revived:
             self._seminaive(srels, rules, revived, ch,
-                            only={n: KeyedRows(self.rels[n], v) for n, v in left.items()})
+                            only={n: _Suspects(self.rels[n], v) for n, v in left.items()})
 
     # -- reading ---------------------------------------------------------------------------
     def rows_of(self, name: str) -> np.ndarray:

@@ -1,0 +1,314 @@
+"""Linear recursion closed in one compiled call: the rounds of semi-naive evaluation after the
+first, for a stratum of one relation whose recursive rules are ``R(h) :- B(b), R(r)``.
+
+Why: on a graph of a hundred nodes a load, an up batch or a rederivation is tens of rounds
+(the hop diameter), each a dozen NumPy calls per rule of a few microseconds however few rows
+it carries, so the calls, not the rows, were the batch (TataNld: 31 rounds, about 0.3 ms
+each, for 20,000 tuples). ``kernels.linear_closure`` runs every such round in one pass: a
+breadth-first search over R's facts, each frontier fact probing B's rows by its join key, with
+the ranks and K supports ``ColumnarProgram._admit`` would give.
+
+The shape is checked once per stratum (``LinearClosure.of``): one derived relation of arity 1
+or 2 (its rows' keys are then the packed ids the relation's hash map holds); every rule
+reading it has exactly two body literals, both positive atoms, one of the stratum's relation
+and one from below, plain distinct variables only, sharing one or two of them; every head
+argument a variable of the body. Other rules of the stratum (no recursive atom) are left to the
+first round, which is evaluated as before. A rederivation's first step, the join from each
+suspect's own row, is one compiled pass for the same rules (``rederive``).
+
+Where they stop: a round meeting over ``MAX_WORK`` pairs goes back to the vectorised rounds,
+and neither path serves a relation past ``MAX_ROWS`` stored rows (measured on americas: the
+kernel's probe of a map of millions of slots misses the cache for every new head, while the
+vectorised rounds carry a wide frontier at a few ns an element).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from netrules.engine.columnar import kernels
+from netrules.engine.columnar.keys import pack
+from netrules.engine.columnar.supports import gid
+from netrules.lang import ast
+
+if TYPE_CHECKING:
+    from netrules.engine.columnar.psn import ColumnarProgram, _Changes, _Rule
+
+__all__ = ["LinearClosure", "DENSE", "DENSE_MAX", "MAX_ROWS", "MAX_WORK"]
+
+#: Heads are told apart by a dense table (value codes) from the start when it has at most
+#: this many slots; up to ``DENSE_MAX`` slots, once the heads met fill an eighth of it.
+DENSE = 1 << 18
+DENSE_MAX = 1 << 24
+#: A round meeting more (frontier fact, B row) pairs than this is left to the vectorised
+#: rounds, which carry a wide frontier faster (measured on a backbone's load).
+MAX_WORK = 20_000
+#: The compiled paths serve relations of at most this many stored rows: past it (a
+#: backbone's millions of pairs) every head's probe of the relation's map misses the cache,
+#: and the vectorised rounds measured faster (americas k=100 and partitions, up and down).
+MAX_ROWS = 1 << 18
+
+
+@dataclass(frozen=True)
+class _Linear:
+    """One linear rule's plan: where the join key and each head argument come from."""
+
+    rule_id: int
+    below: str  # B
+    b_at: int  # body positions of B and R
+    r_at: int
+    b_key: tuple[int, ...]  # B's columns of the shared variables
+    r_key: tuple[int, ...]  # R's columns of the same variables
+    b_vals: tuple[int, ...]  # B columns the head takes (slots of ``bval``)
+    head: tuple[tuple[int, int], ...]  # per head position: (0, slot) or (1, R column)
+    # solved from the head (a rederivation), None when the head binds no B column or an R
+    # argument is bound by neither: B's columns matched against head columns, and per R
+    # position (0, B column) or (1, head column)
+    from_head: tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None
+
+
+def _plain(atom: ast.Atom) -> dict[str, int] | None:
+    """Variable -> position of an atom of distinct plain variables (``_`` free), or None."""
+    out: dict[str, int] = {}
+    for p, t in enumerate(atom.args):
+        if not isinstance(t, ast.Var):
+            return None
+        if t.name == "_":
+            continue
+        if t.name in out:
+            return None
+        out[t.name] = p
+    return out
+
+
+def _linear(rid: int, rule: ast.Rule, name: str) -> _Linear | None:
+    if rule.delete or len(rule.body) != 2 or not all(isinstance(b, ast.Atom)
+                                                     for b in rule.body):
+        return None
+    atoms: list[ast.Atom] = list(rule.body)  # type: ignore[arg-type]
+    mine = [i for i, a in enumerate(atoms) if a.relation == name]
+    if len(mine) != 1:
+        return None
+    r_at = mine[0]
+    b_at = 1 - r_at
+    rv, bv = _plain(atoms[r_at]), _plain(atoms[b_at])
+    if rv is None or bv is None:
+        return None
+    shared = sorted(set(rv) & set(bv))
+    if not 1 <= len(shared) <= 2:
+        return None
+    b_vals: list[int] = []
+    head: list[tuple[int, int]] = []
+    for t in rule.head.args:
+        if not isinstance(t, ast.Var) or t.name == "_":
+            return None
+        if t.name in rv:
+            head.append((1, rv[t.name]))
+        elif t.name in bv:
+            head.append((0, len(b_vals)))
+            b_vals.append(bv[t.name])
+        else:
+            return None
+    return _Linear(rid, atoms[b_at].relation, b_at, r_at, tuple(bv[v] for v in shared),
+                   tuple(rv[v] for v in shared), tuple(b_vals), tuple(head),
+                   _from_head(rule.head, atoms[r_at], bv))
+
+
+def _from_head(head: ast.Atom, r_atom: ast.Atom, bv: dict[str, int]
+               ) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] | None:
+    """How a linear rule is solved for given heads (``_Linear.from_head``)."""
+    hpos: dict[str, int] = {}
+    for p, t in enumerate(head.args):
+        hpos.setdefault(t.name, p)  # type: ignore[union-attr]
+    key = tuple((bv[v], p) for v, p in hpos.items() if v in bv)
+    r_src = []
+    for t in r_atom.args:
+        if t.name in hpos:  # type: ignore[union-attr]
+            r_src.append((1, hpos[t.name]))  # type: ignore[union-attr]
+        elif t.name in bv:  # type: ignore[union-attr]
+            r_src.append((0, bv[t.name]))  # type: ignore[union-attr]
+        else:
+            return None
+    return (key, tuple(r_src)) if key else None
+
+
+class LinearClosure:
+    """The compiled closure of one stratum; ``run`` replaces the rounds after the first."""
+
+    def __init__(self, name: str, rules: list[_Linear], compiled: dict[int, _Rule]) -> None:
+        self.name, self.rules, self.compiled = name, rules, compiled
+        self.dense, self.dense_max = DENSE, DENSE_MAX
+        self.fill = 8  # the dense table takes over once heads met pass 1/fill of its slots
+        self.max_work, self.max_rows = MAX_WORK, MAX_ROWS
+        #: rules whose rederivation step ``rederive`` solves (all linear ones, or none)
+        self.rederives = frozenset(lin.rule_id for lin in rules) if all(
+            lin.from_head is not None for lin in rules) else frozenset()
+
+    @classmethod
+    def of(cls, srels: frozenset[str], rules: list[_Rule], arity: dict[str, int]
+           ) -> LinearClosure | None:
+        """The closure of a stratum whose shape allows it (module docstring), else None."""
+        if len(srels) != 1:
+            return None
+        (name,) = srels
+        if not 1 <= arity.get(name, 0) <= 2:
+            return None
+        out = []
+        compiled = {}
+        for r in rules:
+            if not any(a.relation == name for a in r.atoms):
+                continue
+            lin = _linear(r.id, r.rule, name)
+            if lin is None or len(r.rule.head.args) != arity[name]:
+                return None
+            out.append(lin)
+            compiled[r.id] = r
+        return cls(name, out, compiled) if out else None
+
+    def fits(self, prog: ColumnarProgram) -> bool:
+        """Whether the compiled paths serve the relation as large as it is (``MAX_ROWS``)."""
+        return prog.rels[self.name].n <= self.max_rows
+
+    def _below(self, prog: ColumnarProgram) -> tuple[np.ndarray, ...]:
+        """Each rule's alive B rows sorted by join key, concatenated (``bval`` padded to
+        two slots)."""
+        offs, keys, rows, vals = [0], [], [], []
+        for lin in self.rules:
+            rel = prog.rels[lin.below]
+            r = rel.alive_rows()
+            c = rel.cols
+            k = c[r, lin.b_key[0]].astype(np.int64)
+            if len(lin.b_key) == 2:
+                k = pack(k, c[r, lin.b_key[1]])
+            order = np.argsort(k, kind="stable")
+            r, k = r[order], k[order]
+            v = np.zeros((len(r), 2), dtype=np.int64)
+            for slot, p in enumerate(lin.b_vals):
+                v[:, slot] = c[r, p]
+            keys.append(k)
+            rows.append(r)
+            vals.append(v)
+            offs.append(offs[-1] + len(r))
+        return (np.array(offs, dtype=np.int64), np.concatenate(keys),
+                np.concatenate(rows).astype(np.int64), np.concatenate(vals))
+
+    def run(self, prog: ColumnarProgram, seeds: np.ndarray, ch: _Changes,
+            allowed: np.ndarray | None) -> tuple[int, np.ndarray]:
+        """Derive everything the stratum's relation gains from ``seeds`` (rows just made
+        alive), as the rounds of ``_seminaive`` would; ``allowed``: the sorted rows a head
+        may be (a rederivation's suspects), None for any. Returns the rounds run and the
+        frontier left to the vectorised rounds (rows alive, not expanded yet; ``MAX_WORK``)."""
+        rel = prog.rels[self.name]
+        m = rel.map
+        boff, bkey, brow, bval = self._below(prog)
+        nr = len(self.rules)
+        rjoin = np.full((nr, 2), -1, dtype=np.int64)
+        hsrc = np.zeros((nr, 2), dtype=np.int64)
+        hidx = np.zeros((nr, 2), dtype=np.int64)
+        for i, lin in enumerate(self.rules):
+            rjoin[i, : len(lin.r_key)] = lin.r_key
+            for p, (src, at) in enumerate(lin.head):
+                hsrc[i, p], hidx[i, p] = src, at
+        restrict = allowed is not None
+        allow = allowed if allowed is not None else np.empty(0, np.int64)
+        seeds = seeds.astype(np.int64)
+        # the values heads can take: B's head values and the seeds' (a carried column only
+        # ever holds a seed's value); coded densely when their pairs fit a small table
+        scols = rel.cols[seeds].astype(np.int64)
+        used = sorted({slot for lin in self.rules for src, slot in lin.head if src == 0})
+        universe = np.unique(np.concatenate([bval[:, used].ravel(), scols.ravel()]))
+        nv = len(universe)
+        if nv ** rel.arity > self.dense_max:
+            nv = 0
+            bcode, scode = bval, scols
+        else:
+            bcode = np.searchsorted(universe, bval)
+            bcode[:, [p for p in range(2) if p not in used]] = 0
+            scode = np.searchsorted(universe, scols)
+        # the map's arrays are read, never written: a probe of R's rows by packed key
+        frow, fcol, frank, fcount, sup, rounds, left = kernels.linear_closure(
+            seeds, rel.cols, rel.rank, rel.alive, m.table, m.vals,
+            np.int64(m.mask), m.shift, boff, bkey, brow, bval, rjoin, hsrc, hidx,
+            allow.astype(np.int64), restrict, np.int64(prog.k), bcode, scode, np.int64(nv),
+            nv ** rel.arity <= self.dense, np.int64(nv ** rel.arity // self.fill),
+            np.int64(self.max_work))
+        ns = len(seeds)
+        sf, sr, sb, sd = sup[:, 0], sup[:, 1], sup[:, 2], sup[:, 3]
+        if len(frow) == ns:
+            return rounds, seeds if left >= 0 else seeds[:0]
+        new = frow[ns:]
+        fresh = np.flatnonzero(new < 0)
+        if len(fresh):
+            new[fresh] = rel.rows_for(fcol[fresh])
+            frow[ns:] = new
+        first = kernels.revive(new, frank.astype(np.int32), fcount.astype(np.int8), rel.rank,
+                               rel.nsup, rel.alive, rel.touched, rel.tbefore)
+        if len(first):
+            ch.rows.setdefault(self.name, []).append(first)
+        rel.count += len(new)
+        code = prog.codes[self.name]
+        body = np.full((len(sf), prog.supports.width), -1, dtype=np.int64)
+        at = np.arange(len(sf))
+        b_at = np.array([lin.b_at for lin in self.rules])[sr]
+        r_at = np.array([lin.r_at for lin in self.rules])[sr]
+        b_code = np.array([prog.codes[lin.below] for lin in self.rules], dtype=np.int64)[sr]
+        body[at, b_at] = gid(b_code, sb)  # type: ignore[arg-type]
+        body[at, r_at] = gid(code, frow[sd])
+        rid = np.array([lin.rule_id for lin in self.rules], dtype=np.int32)[sr]
+        prog._made.append((gid(code, frow[sf]), rid, body))
+        return rounds, frow[left:] if left >= 0 else frow[:0]
+
+    def rederive(self, prog: ColumnarProgram, heads: np.ndarray
+                 ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:
+        """The derivations of ``heads`` (hidden suspects) by the linear rules over what
+        stands, as ``_derived`` gives them (rule, head rows, body gids, rank): the first
+        rederivation step of those rules in one compiled pass (``kernels.linear_rederive``)
+        instead of a join from the head per rule."""
+        rel = prog.rels[self.name]
+        m = rel.map
+        nr = len(self.rules)
+        offs, keys, rows, vals = [0], [], [], []
+        hkey = np.full((nr, 2), -1, dtype=np.int64)
+        rsrc = np.zeros((nr, 2), dtype=np.int64)
+        ridx = np.zeros((nr, 2), dtype=np.int64)
+        for i, lin in enumerate(self.rules):
+            key, r_src = lin.from_head  # type: ignore[misc]
+            b = prog.rels[lin.below]
+            r = b.alive_rows()
+            k = b.cols[r, key[0][0]].astype(np.int64)
+            if len(key) == 2:
+                k = pack(k, b.cols[r, key[1][0]])
+            hkey[i, : len(key)] = [p for _, p in key]
+            order = np.argsort(k, kind="stable")
+            r, k = r[order], k[order]
+            v = np.zeros((len(r), 2), dtype=np.int64)
+            for p, (src, at) in enumerate(r_src):
+                rsrc[i, p] = src
+                if src == 0:
+                    v[:, p] = b.cols[r, at]
+                    ridx[i, p] = p
+                else:
+                    ridx[i, p] = at
+            keys.append(k)
+            rows.append(r)
+            vals.append(v)
+            offs.append(offs[-1] + len(r))
+        found = kernels.linear_rederive(
+            heads.astype(np.int64), rel.cols, rel.rank, rel.alive, m.table, m.vals,
+            np.int64(m.mask), m.shift, np.array(offs, dtype=np.int64), np.concatenate(keys),
+            np.concatenate(rows).astype(np.int64), np.concatenate(vals), hkey, rsrc, ridx)
+        code = prog.codes[self.name]
+        out = []
+        for i, lin in enumerate(self.rules):
+            mine = found[found[:, 1] == i] if nr > 1 else found
+            if not len(mine):
+                continue
+            body = np.full((len(mine), prog.supports.width), -1, dtype=np.int64)
+            body[:, lin.b_at] = gid(prog.codes[lin.below], mine[:, 2])
+            body[:, lin.r_at] = gid(code, mine[:, 3])
+            out.append((self.compiled[lin.rule_id], heads[mine[:, 0]].astype(np.int64), body,
+                        mine[:, 4].astype(np.int32)))
+        return out
