@@ -25,7 +25,8 @@ def peers():
 
 def _args(**kw) -> argparse.Namespace:
     base = {"large_nodes": 500, "singles": 2, "singles_large": 2, "reps": 1,
-            "dred_max_nodes": 0, "parts": 2, "spark_large": False, "seed": 1}
+            "dred_max_nodes": 0, "parts": 2, "spark_large": False, "seed": 1,
+            "strategies": None}
     return argparse.Namespace(**{**base, **kw})
 
 
