@@ -616,6 +616,16 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
+def _head_key(rcols: np.ndarray, hkey: np.ndarray, h: np.int64,
+              i: np.int64) -> np.int64:  # pragma: no cover - compiled
+    """Head row ``h``'s packed key on the columns rule ``i`` matches its B rows by."""
+    q = np.int64(rcols[h, hkey[i, 0]])
+    if hkey[i, 1] >= 0:
+        q = (q << 31) | rcols[h, hkey[i, 1]]
+    return q
+
+
+@njit(cache=True, nogil=True)
 def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                     ralive: np.ndarray, mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64,
                     mshift: np.uint64, boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray,
@@ -637,9 +647,7 @@ def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
         h = heads[j]
         for i in range(nrules):
             b = boff[i + 1]
-            q = np.int64(rcols[h, hkey[i, 0]])
-            if hkey[i, 1] >= 0:
-                q = (q << 31) | rcols[h, hkey[i, 1]]
+            q = _head_key(rcols, hkey, h, i)
             e = _first_at_least(bkey[:b], q, boff[i])
             bound += _first_at_least(bkey[:b], q + 1, e) - e
     out = np.empty((bound, 5), dtype=np.int64)
@@ -648,9 +656,7 @@ def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
         h = heads[j]
         for i in range(nrules):
             b = boff[i + 1]
-            q = np.int64(rcols[h, hkey[i, 0]])
-            if hkey[i, 1] >= 0:
-                q = (q << 31) | rcols[h, hkey[i, 1]]
+            q = _head_key(rcols, hkey, h, i)
             e = _first_at_least(bkey[:b], q, boff[i])
             while e < b and bkey[e] == q:
                 v = bval[e, ridx[i, 0]] if rsrc[i, 0] == 0 else np.int64(rcols[h, ridx[i, 0]])
