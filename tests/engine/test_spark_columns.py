@@ -134,18 +134,23 @@ NEGATION_AND_AGGREGATES = """
     a7 low(@S, a_MIN<C>) :- link(@S,D,C)."""
 
 
+def _program_and_links(name: str, seed: int) -> tuple:
+    """A shipped program (or one written inline) and a random weighted graph of 9 nodes."""
+    program = programs.load(name) if "(" not in name else parse_program(name)
+    rng = random.Random(seed)
+    nodes = [f"n{i}" for i in range(9)]
+    links = sorted({Fact("link", (a, b, rng.randint(1, 3))) for a in nodes for b in nodes
+                    if a != b and rng.random() < 0.25}, key=Fact.key)
+    return plan_program(program), links
+
+
 @pytest.mark.parametrize("name", ["reachability", "path_vector", "best_routes", "min_cost",
                                   NEGATION_AND_AGGREGATES])
 @pytest.mark.parametrize("seed", range(3))
 def test_regions_in_columns_equal_the_reference(name: str, seed: int) -> None:
     """Every stratum runs in columns, recursion through an aggregate included, and the
     regions' fixpoint is the reference's, over 1-4 regions."""
-    program = programs.load(name) if "(" not in name else parse_program(name)
-    plan = plan_program(program)
-    rng = random.Random(seed)
-    nodes = [f"n{i}" for i in range(9)]
-    links = sorted({Fact("link", (a, b, rng.randint(1, 3))) for a in nodes for b in nodes
-                    if a != b and rng.random() < 0.25}, key=Fact.key)
+    plan, links = _program_and_links(name, seed)
     for parts in (1, 2, 4):
         got, stats = in_process(plan, links, parts)
         assert got == _want(plan, links), (name, parts)
@@ -160,12 +165,7 @@ def test_the_crossover_mixes_paths_and_changes_nothing(name: str, seed: int,
     """As on a cold worker (kernels not loaded), with the size threshold inside the regions'
     range: small regions' rounds run per fact, larger ones in columns, region by region and
     round by round, and the fixpoint is still the reference's."""
-    program = programs.load(name) if "(" not in name else parse_program(name)
-    plan = plan_program(program)
-    rng = random.Random(seed)
-    nodes = [f"n{i}" for i in range(9)]
-    links = sorted({Fact("link", (a, b, rng.randint(1, 3))) for a in nodes for b in nodes
-                    if a != b and rng.random() < 0.25}, key=Fact.key)
+    plan, links = _program_and_links(name, seed)
     real = per_fact.per_fact_now
     rows_seen: list[int] = []
     chose: list[bool] = []

@@ -134,6 +134,17 @@ def _first_at_least(a: np.ndarray, x: np.int64, lo: np.int64) -> np.int64:  # pr
 
 
 @njit(cache=True, nogil=True)
+def _row_key(cols: np.ndarray, at: np.ndarray, h: np.int64,
+             i: np.int64) -> np.int64:  # pragma: no cover - compiled
+    """Row ``h``'s packed key on the columns ``at[i]`` names (the second -1 when one): what
+    rule ``i``'s sorted B rows are matched by in the linear closure and rederivation."""
+    q = np.int64(cols[h, at[i, 0]])
+    if at[i, 1] >= 0:
+        q = (q << 31) | cols[h, at[i, 1]]
+    return q
+
+
+@njit(cache=True, nogil=True)
 def expand(skeys: np.ndarray, srows: np.ndarray,
            q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """Every (probe index, row) whose key equals the probe's, from a key-sorted run: a
@@ -436,9 +447,7 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
         r1 = frank[d] + 1
         for i in range(len(boff) - 1):
             b = boff[i + 1]
-            q = fcol[d, rjoin[i, 0]]
-            if rjoin[i, 1] >= 0:
-                q = (q << 31) | fcol[d, rjoin[i, 1]]
+            q = _row_key(fcol, rjoin, d, i)
             e = _first_at_least(bkey[:b], q, boff[i])
             while e < b and bkey[e] == q:
                 h0 = bval[e, hidx[i, 0]] if hsrc[i, 0] == 0 else fcol[d, hidx[i, 0]]
@@ -504,9 +513,7 @@ def _closure_work(lo: np.int64, hi: np.int64, fcol: np.ndarray, boff: np.ndarray
     for d in range(lo, hi):
         for i in range(len(boff) - 1):
             b = boff[i + 1]
-            q = fcol[d, rjoin[i, 0]]
-            if rjoin[i, 1] >= 0:
-                q = (q << 31) | fcol[d, rjoin[i, 1]]
+            q = _row_key(fcol, rjoin, d, i)
             e = _first_at_least(bkey[:b], q, boff[i])
             n += _first_at_least(bkey[:b], q + 1, e) - e
     return n
@@ -616,16 +623,6 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def _head_key(rcols: np.ndarray, hkey: np.ndarray, h: np.int64,
-              i: np.int64) -> np.int64:  # pragma: no cover - compiled
-    """Head row ``h``'s packed key on the columns rule ``i`` matches its B rows by."""
-    q = np.int64(rcols[h, hkey[i, 0]])
-    if hkey[i, 1] >= 0:
-        q = (q << 31) | rcols[h, hkey[i, 1]]
-    return q
-
-
-@njit(cache=True, nogil=True)
 def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                     ralive: np.ndarray, mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64,
                     mshift: np.uint64, boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray,
@@ -647,7 +644,7 @@ def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
         h = heads[j]
         for i in range(nrules):
             b = boff[i + 1]
-            q = _head_key(rcols, hkey, h, i)
+            q = _row_key(rcols, hkey, h, i)
             e = _first_at_least(bkey[:b], q, boff[i])
             bound += _first_at_least(bkey[:b], q + 1, e) - e
     out = np.empty((bound, 5), dtype=np.int64)
@@ -656,7 +653,7 @@ def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
         h = heads[j]
         for i in range(nrules):
             b = boff[i + 1]
-            q = _head_key(rcols, hkey, h, i)
+            q = _row_key(rcols, hkey, h, i)
             e = _first_at_least(bkey[:b], q, boff[i])
             while e < b and bkey[e] == q:
                 v = bval[e, ridx[i, 0]] if rsrc[i, 0] == 0 else np.int64(rcols[h, ridx[i, 0]])
