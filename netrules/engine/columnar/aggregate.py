@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netrules.engine.columnar.joins import Join, Reader, Table, compile_join, head_columns
-from netrules.engine.columnar.keys import distinct, unique_rows
+from netrules.engine.columnar.keys import distinct, group_ids, unique_rows
 from netrules.engine.columnar.relation import RowSet
 from netrules.engine.columnar.values import SMALL
 from netrules.lang import ast
@@ -63,6 +63,10 @@ class AggRule:
                        if i in g.group and isinstance(t, ast.Var) and t.name != "_")
         self.by_group = compile_join(rule, None, gv)
         self.group_vars = sorted(gv)
+        # an extreme moves by its old row and what came, unless its chosen binding went
+        # (``shift_extreme``); a negated atom's change would need both directions' joins
+        self.shifts = self.agg.func in ("MIN", "MAX") and self.agg.var is not None \
+            and not self.negs
         self.body_vars = sorted(set().union(*(ast.variables_of(lit) for lit in rule.body)))
         # per positive atom (then per negated atom), the atom positions holding the group's
         # arguments when the atom alone binds them all: a changed row's group is then read
@@ -276,20 +280,7 @@ def _arg_extreme(ar: AggRule, prog: ColumnarProgram, tab: Table, groups: np.ndar
     """Per group, the binding with the extreme value and, among those, the smallest payload
     by ``sort_key`` (``reference.best_pair``'s rule)."""
     pay = head_columns(ar.rule, prog.values, tab, skip=ar.pos)[:, ar.payload_pos]
-    vkey = -rank if ar.agg.func == "MAX" else rank
-    # the extreme per group, then the smallest payload among the rows reaching it
-    order = np.lexsort((vkey, inv))
-    first = order[np.r_[True, inv[order][1:] != inv[order][:-1]]]
-    best = np.empty(len(gs), dtype=np.int64)
-    best[inv[first]] = vkey[first]
-    at = np.flatnonzero(vkey == best[inv])
-    prank = np.zeros(len(at), dtype=np.int64)
-    tied = np.bincount(inv[at], minlength=len(gs)) > 1
-    if tied[inv[at]].any():
-        sel = at[tied[inv[at]]]
-        prank[tied[inv[at]]] = _payload_rank(prog, pay[sel], inv[sel])
-    pick = np.lexsort((prank, inv[at]))
-    first = at[pick[np.r_[True, inv[at][pick][1:] != inv[at][pick][:-1]]]]
+    first = _pick(ar, prog, inv, len(gs), rank, pay)
     heads = np.zeros((len(gs), width), dtype=np.int64)
     heads[:, ar.pos] = raw[first]
     for k, i in enumerate(ar.group_pos):
@@ -297,6 +288,27 @@ def _arg_extreme(ar: AggRule, prog: ColumnarProgram, tab: Table, groups: np.ndar
     for k, i in enumerate(ar.payload_pos):
         heads[:, i] = pay[first, k]
     return heads
+
+
+def _pick(ar: AggRule, prog: ColumnarProgram, inv: np.ndarray, n: int, rank: np.ndarray,
+          pay: np.ndarray) -> np.ndarray:
+    """Index of each group's chosen candidate (``inv``: group of each, 0..n-1, every group
+    present): the extreme ``rank``, then the least payload among those reaching it."""
+    vkey = -rank if ar.agg.func == "MAX" else rank
+    order = np.lexsort((vkey, inv))
+    first = order[np.r_[True, inv[order][1:] != inv[order][:-1]]]
+    best = np.empty(n, dtype=np.int64)
+    best[inv[first]] = vkey[first]
+    if not pay.shape[1]:
+        return first
+    at = np.flatnonzero(vkey == best[inv])
+    prank = np.zeros(len(at), dtype=np.int64)
+    tied = np.bincount(inv[at], minlength=n) > 1
+    if tied[inv[at]].any():
+        sel = at[tied[inv[at]]]
+        prank[tied[inv[at]]] = _payload_rank(prog, pay[sel], inv[sel])
+    pick = np.lexsort((prank, inv[at]))
+    return at[pick[np.r_[True, inv[at][pick][1:] != inv[at][pick][:-1]]]]
 
 
 def _payload_rank(prog: ColumnarProgram, pay: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -353,6 +365,86 @@ def regroup(ar: AggRule, prog: ColumnarProgram, groups: np.ndarray,
         heads = heads[changed]
     new_rows = rel.rows_for(heads) if len(heads) else np.empty(0, np.int64)
     stay = np.concatenate([kept, new_rows])
+    gone = old[~RowSet(rel.n, stay).has(old)] if len(stay) else old
+    return distinct(gone), distinct(new_rows[~rel.alive[new_rows]])
+
+
+def _binding_heads(ar: AggRule, prog: ColumnarProgram, tabs: list[Table]) -> np.ndarray:
+    """Each binding's head row with its own value at the aggregate's position: the row
+    its group would hold were it the group's only binding."""
+    width = len(ar.rule.head.args)
+    out = []
+    for tab in tabs:
+        heads = head_columns(ar.rule, prog.values, tab, skip=ar.pos)
+        heads[:, ar.pos] = tab.vars[ar.agg.var.name]  # type: ignore[union-attr]
+        out.append(heads)
+    return np.concatenate(out) if out else np.zeros((0, width), dtype=np.int64)
+
+
+def shift_extreme(ar: AggRule, prog: ColumnarProgram, d_in: Rows, a_in: Rows,
+                  before: Reader, after: Reader) -> tuple[np.ndarray, np.ndarray]:
+    """``regroup`` of the groups a MIN or MAX rule's input change touches, without reading
+    their other bindings where it can: a group whose chosen binding did not leave keeps it
+    or takes a better one that came, so its new row is the extreme of its old row and the
+    bindings that joined it (on a best route, the old best path and the routes that
+    changed). Only a group that lost the binding it chose is aggregated afresh, and a group
+    that had no row gets the extreme of what came (nothing else of it held before)."""
+    rel = prog.rels[ar.rule.head.relation]
+    gone_b = _binding_heads(ar, prog, tables_from(ar, prog, d_in, {}, before))
+    came_b = _binding_heads(ar, prog, tables_from(ar, prog, a_in, {}, after))
+    if not len(gone_b) and not len(came_b):
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    gp = ar.group_pos
+    groups, inv = group_ids(np.concatenate([gone_b, came_b])[:, gp])
+    ng = len(gone_b)
+    qi, old = group_rows(ar, prog, groups)
+    held = np.bincount(qi, minlength=len(groups))
+    cur = np.full(len(groups), -1, dtype=np.int64)
+    cur[qi] = old
+    many = held > 1  # not one row per group: aggregate it afresh
+    lost = np.zeros(len(groups), dtype=bool)
+    if ng:
+        g = inv[:ng]
+        has = cur[g] >= 0
+        same = np.all(rel.cols[cur[g[has]]] == gone_b[has], axis=1)
+        lost[g[has][same]] = True
+    # candidates per group: its old row, then the bindings that came
+    with_row = np.flatnonzero((cur >= 0) & ~many)
+    c = np.flatnonzero(~many[inv[ng:]])
+    cand = np.concatenate([rel.cols[cur[with_row]].astype(np.int64), came_b[c]])
+    cg = np.concatenate([with_row, inv[ng:][c]])
+    hp: list[np.ndarray] = []
+    hg: list[np.ndarray] = []
+    fresh = many.copy()
+    if len(cand):
+        gs, ginv = np.unique(cg, return_inverse=True)
+        rank = _order_rank(prog, cand[:, ar.pos], ginv)
+        first = _pick(ar, prog, ginv, len(gs), rank, cand[:, ar.payload_pos])
+        # a group that lost its chosen binding is settled only by a binding that came
+        # and is at least as good (every other binding was no better than the lost one);
+        # if its old row still wins, its other bindings must be read
+        old_won = first < len(with_row)
+        fresh[gs[old_won & lost[gs]]] = True
+        ok = ~fresh[gs]
+        hp.append(cand[first[ok]])
+        hg.append(gs[ok])
+    redo = np.flatnonzero(fresh)
+    if len(redo):
+        gs, heads = _aggregate(ar, prog, groups[redo], after)
+        hp.append(heads)
+        hg.append(redo[gs])
+    if not hp:
+        return distinct(old), np.empty(0, np.int64)
+    heads, at = np.concatenate(hp), np.concatenate(hg)
+    # a head equal to its group's old row is that row (most groups a step touches keep
+    # theirs): found without keying it
+    was = cur[at]
+    same = np.flatnonzero(was >= 0)
+    same = same[np.all(rel.cols[was[same]] == heads[same], axis=1)]
+    changed = np.ones(len(heads), dtype=bool)
+    changed[same] = False
+    new_rows = rel.rows_for(heads[changed]) if changed.any() else np.empty(0, np.int64)
+    stay = np.concatenate([was[same], new_rows])
     gone = old[~RowSet(rel.n, stay).has(old)] if len(stay) else old
     return distinct(gone), distinct(new_rows[~rel.alive[new_rows]])
 

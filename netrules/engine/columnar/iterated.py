@@ -30,6 +30,7 @@ from netrules.engine.columnar.aggregate import (
     aggregate_groups,
     group_rows,
     regroup,
+    shift_extreme,
     started_tables,
     touched_groups,
 )
@@ -198,11 +199,15 @@ class IteratedStage:
                 lrows = lrows[~np.isin(lrows, frows)]
             gone = lrows[~self._derivable(name, lrows, after)]
         for ar in self.aggs_of.get(name, ()):
-            groups = touched_groups(ar, prog, d_in, a_in, before, after)
-            if len(groups):
+            if ar.shifts:
+                g, c = shift_extreme(ar, prog, d_in, a_in, before, after)
+            else:
+                groups = touched_groups(ar, prog, d_in, a_in, before, after)
+                if not len(groups):
+                    continue
                 g, c = regroup(ar, prog, groups, after)
-                gone = union(gone, g)
-                come = union(come, c)
+            gone = union(gone, g)
+            come = union(come, c)
         return gone, come
 
     # -- a batch ---------------------------------------------------------------------------

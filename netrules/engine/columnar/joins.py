@@ -102,9 +102,11 @@ class _Eval:
             return self._list_op(t, tab, lit)
         return self.per_row(t, tab, np.arange(tab.n), lit)
 
-    def _list_op(self, t: ast.Call, tab: Table, lit: object) -> np.ndarray:
+    def _list_op(self, t: ast.Call, tab: Table, lit: object, intern: bool = True
+                 ) -> np.ndarray:
         """``f_concat(X, L)`` (prepend) and ``f_member(L, X)`` on cons cells, vectorised for
-        the rows whose arguments have the usual shapes; the others run per row."""
+        the rows whose arguments have the usual shapes; the others run per row. With
+        ``intern`` false a list never stored comes out as -1 (``Values.cons_found``)."""
         a, b = self.term(t.args[0], tab, lit), self.term(t.args[1], tab, lit)
         vals = self.values
         out = np.zeros(tab.n, dtype=np.int64)
@@ -112,17 +114,26 @@ class _Eval:
             fast = vals.is_list(a)
             out[fast] = vals.member(a[fast], b[fast])
         else:
+            cons = vals.cons if intern else vals.cons_found
             la, lb = vals.is_list(a), vals.is_list(b)
             fast = ~la
             both = fast & ~lb
             tails = b.copy()
             if both.any():
-                tails[both] = vals.cons(b[both], np.full(int(both.sum()), vals.nil))
-            out[fast] = vals.cons(a[fast], tails[fast])
+                tails[both] = cons(b[both], np.full(int(both.sum()), vals.nil))
+            out[fast] = cons(a[fast], tails[fast])
         slow = np.flatnonzero(~fast)
         if len(slow):
             out[slow] = self.per_row(t, tab, slow, lit)
         return out
+
+    def check(self, t: object, tab: Table, lit: object) -> np.ndarray:
+        """``term`` for comparing with a bound variable: a prepend is looked up, not
+        interned, so checking a fact's derivations makes no cells (a route checked against
+        each neighbour's best path made one per neighbour)."""
+        if isinstance(t, ast.Call) and t.name == "f_concat" and len(t.args) == 2:
+            return self._list_op(t, tab, lit, intern=False)
+        return self.term(t, tab, lit)
 
     def per_row(self, t: object, tab: Table, idx: np.ndarray, lit: object) -> np.ndarray:
         names = sorted(_vars(t))
@@ -194,12 +205,12 @@ class Join:
                 hit = _exists(atom, rels.get(atom.relation), values, tab, read_neg, ev, st.lit)
                 tab = tab.take(np.flatnonzero(~hit))
             elif st.kind == "assign":
-                col = ev.term(st.lit.expr, tab, st.lit)
                 name = st.lit.var.name
                 if name in tab.vars:
+                    col = ev.check(st.lit.expr, tab, st.lit)
                     tab = tab.take(np.flatnonzero(tab.vars[name] == col))
                 else:
-                    tab.vars[name] = col
+                    tab.vars[name] = ev.term(st.lit.expr, tab, st.lit)
             else:
                 a = ev.term(st.lit.left, tab, st.lit)
                 b = ev.term(st.lit.right, tab, st.lit)
@@ -324,10 +335,40 @@ def _atom_score(atom: ast.Atom, bound: set[str]) -> int:
                or (not isinstance(t, ast.Var) and _vars(t) <= bound))
 
 
-def compile_join(rule: ast.Rule, start: int | None, start_vars: frozenset[str] = frozenset()
-                 ) -> Join:
+def _calls(term: object) -> bool:
+    if isinstance(term, ast.Call):
+        return True
+    if isinstance(term, ast.BinOp):
+        return _calls(term.left) or _calls(term.right)
+    return False
+
+
+def _check_cost(lit: object, bound: set[str]) -> int:
+    """How dear a ready condition is to run on a binding: arithmetic and comparisons of
+    plain values first, then a lookup of a bound variable's list (``_Eval.check``), then
+    any other call (``f_member`` walks a whole path)."""
+    if isinstance(lit, ast.Comparison):
+        return 2 if _calls(lit.left) or _calls(lit.right) else 0
+    if isinstance(lit, ast.Assignment):
+        if not _calls(lit.expr):
+            return 0
+        e = lit.expr
+        if (lit.var.name in bound and isinstance(e, ast.Call) and e.name == "f_concat"
+                and not any(_calls(a) for a in e.args)):
+            return 1
+        return 2
+    return 1
+
+
+def compile_join(rule: ast.Rule, start: int | None, start_vars: frozenset[str] = frozenset(),
+                 *, check: bool = False) -> Join:
     """The steps of ``rule``'s body after atom ``start`` (None: nothing matched yet), with
-    ``start_vars`` bound on entry (a head's variables when rederiving given facts)."""
+    ``start_vars`` bound on entry (a head's variables when rederiving given facts).
+
+    ``check``: the join asks whether given facts are still derived. Its bindings are
+    bindings the forward joins already ran every condition on (an error would have been
+    raised there), so ready conditions go cheapest first rather than in body order: a
+    cost that filters out all but one neighbour before a path is walked."""
     atoms = rule.atoms()
     pending: list[tuple[object, int]] = []
     ai = 0
@@ -344,7 +385,9 @@ def compile_join(rule: ast.Rule, start: int | None, start_vars: frozenset[str] =
         pending = [(lit, i) for lit, i in pending if i != start]
         bound |= _vars(lead)
     while pending:
-        pick = next((k for k, (lit, _) in enumerate(pending) if _ready(lit, bound)), None)
+        ready = [k for k, (lit, _) in enumerate(pending) if _ready(lit, bound)]
+        pick = (min(ready, key=lambda k: (_check_cost(pending[k][0], bound), k)) if check
+                else ready[0]) if ready else None
         if pick is None:
             cands = [(k, lit) for k, (lit, i) in enumerate(pending) if i >= 0]
             if not cands:

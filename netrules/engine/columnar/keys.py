@@ -14,7 +14,7 @@ import numpy as np
 from netrules.engine.columnar import kernels
 from netrules.engine.columnar.hashmap import Int64Map
 
-__all__ = ["Pairs", "distinct", "pack", "union", "unique_rows"]
+__all__ = ["Pairs", "distinct", "group_ids", "pack", "union", "unique_rows"]
 
 _SHIFT = np.int64(31)
 
@@ -40,6 +40,29 @@ def distinct(a: np.ndarray) -> np.ndarray:
 def union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``np.union1d`` by ``distinct``."""
     return distinct(np.concatenate([a, b]))
+
+
+def group_ids(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct rows of a 2-d id array, the index of each row's one among them)."""
+    n, w = a.shape
+    if n == 0 or w == 0:
+        return a[: min(n, 1)], np.zeros(n, dtype=np.int64)
+    if w <= 2:
+        k = a[:, 0].astype(np.int64) if w == 1 else pack(a[:, 0], a[:, 1])
+        order = np.argsort(k, kind="stable")
+        sk = k[order]
+    else:
+        order = np.lexsort(a.T[::-1])
+        sk = a[order]
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    if sk.ndim == 1:
+        np.not_equal(sk[1:], sk[:-1], out=first[1:])
+    else:
+        first[1:] = np.any(sk[1:] != sk[:-1], axis=1)
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = np.cumsum(first) - 1
+    return a[order[first]], inv
 
 
 def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -144,7 +144,7 @@ class _Rule:
         self.by_start = [compile_join(rule, i) for i in range(len(self.atoms))]
         hv = frozenset(t.name for t in rule.head.args
                        if isinstance(t, ast.Var) and t.name != "_")
-        self.from_head: Join = compile_join(rule, None, hv)
+        self.from_head: Join = compile_join(rule, None, hv, check=True)
         self.negs: list[tuple[ast.Atom, Join]] = []
         for lit in rule.body:
             if isinstance(lit, ast.Negation):

@@ -102,6 +102,16 @@ class Values:
             got[miss] = fresh[inv]
         return got
 
+    def cons_found(self, h: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Ids of the lists ``[h] + t`` where that cell was interned, else -1 (a negative
+        ``t`` is a list never interned): every suffix of an interned list is interned, so a
+        list whose first cell is not was never stored, and a check needs no new cell."""
+        out = np.full(len(h), -1, dtype=np.int64)
+        ok = np.flatnonzero((h >= 0) & (t >= 0))
+        if len(ok):
+            out[ok] = self._cells.get(pack(h[ok], t[ok]))
+        return out
+
     def _id(self, v: Value, intern: bool) -> int | None:
         """The id of ``v``; interned when ``intern``, else None for a value never seen."""
         v = _canonical(v)
