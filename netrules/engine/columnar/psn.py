@@ -271,7 +271,6 @@ class ColumnarProgram:
             self.supports.settle()
             self.supports.trim()
             for rel in self.rels.values():
-                rel.settle()
                 rel.trim()
             out = {}
             for name, rel in self.rels.items():

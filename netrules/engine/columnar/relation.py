@@ -16,6 +16,7 @@ import numpy as np
 from netrules.engine.columnar import kernels
 from netrules.engine.columnar.hashmap import Int64Map
 from netrules.engine.columnar.keys import Pairs
+from netrules.engine.columnar.rowindex import RowIndex
 
 __all__ = ["Buckets", "KeyedRows", "Relation", "RowSet", "expand", "grow"]
 
@@ -175,28 +176,6 @@ class Buckets:
         return sum(k.nbytes + v.nbytes for k, v in self.runs + self.pending)
 
 
-class _Index:
-    """Rows of a relation by the key of some of its positions."""
-
-    def __init__(self, rel: Relation, positions: tuple[int, ...]) -> None:
-        self.rel, self.positions = rel, positions
-        rows = np.arange(rel.n, dtype=np.int64)
-        self.buckets = Buckets(self._keys(rows), rows)
-
-    def _keys(self, rows: np.ndarray) -> np.ndarray:
-        cols = [self.rel.cols[rows, p] for p in self.positions]
-        return self.rel.pairs.key(cols, intern=True)
-
-    def append(self, rows: np.ndarray) -> None:
-        self.buckets.append(self._keys(rows), rows)
-
-    def probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.buckets.probe(q)
-
-    def nbytes(self) -> int:
-        return self.buckets.nbytes()
-
-
 class Relation:
     def __init__(self, name: str, arity: int, pairs: Pairs) -> None:
         self.name, self.arity, self.pairs = name, arity, pairs
@@ -211,7 +190,7 @@ class Relation:
         self.tbefore = np.zeros(cap, dtype=bool)
         self.map = Int64Map()
         self.count = 0
-        self._indexes: dict[tuple[int, ...], _Index] = {}
+        self._indexes: dict[tuple[int, ...], RowIndex] = {}
         self._arrays = ("alive", "cols", "rank", "nsup", "touched", "tbefore")
 
     def unranked(self) -> None:
@@ -297,7 +276,7 @@ class Relation:
             self.map.put_new(self.keys(self.cols[: self.n], intern=False),
                              np.arange(self.n, dtype=np.int64))
         for ix in self._indexes.values():
-            ix.buckets.renumber(new)
+            ix.rebuild()
         return new
 
     def set_alive(self, rows: np.ndarray) -> None:
@@ -320,12 +299,6 @@ class Relation:
         for name in self._arrays:
             setattr(self, name, getattr(self, name)[:keep].copy())
 
-    def settle(self) -> None:
-        """Sort a large batch's appended index entries now (see ``Supports.settle``)."""
-        for ix in self._indexes.values():
-            if sum(len(k) for k, _ in ix.buckets.pending) > 65_536:
-                ix.buckets.settle()
-
     def column(self, rows: np.ndarray, p: int) -> np.ndarray:
         """Position ``p`` of the given rows as int64 ids (arithmetic on bindings must not
         wrap)."""
@@ -338,10 +311,10 @@ class Relation:
     def alive_rows(self) -> np.ndarray:
         return np.flatnonzero(self.alive[: self.n])
 
-    def index(self, positions: tuple[int, ...]) -> _Index:
+    def index(self, positions: tuple[int, ...]) -> RowIndex:
         ix = self._indexes.get(positions)
         if ix is None:
-            ix = self._indexes[positions] = _Index(self, positions)
+            ix = self._indexes[positions] = RowIndex(self, positions)
         return ix
 
     def probe(self, positions: tuple[int, ...], qcols: list[np.ndarray]
@@ -360,10 +333,7 @@ class Relation:
             rows[k < 0] = -1
             hit = np.flatnonzero(rows >= 0)
             return hit, rows[hit]
-        q = self.pairs.key(qcols, intern=False)
-        ok = np.flatnonzero(q >= 0)
-        qi, rows = self.index(positions).probe(q[ok])
-        return ok[qi], rows
+        return self.index(positions).probe(qcols)
 
     def nbytes(self) -> int:
         per_row = sum(getattr(self, a).itemsize for a in self._arrays if a != "cols")

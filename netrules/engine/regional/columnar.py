@@ -338,7 +338,6 @@ class ColumnarRegion:
         cp.supports.settle()
         cp.supports.trim()
         for rel in cp.rels.values():
-            rel.settle()
             rel.trim()
         self.ch = _Changes(batch)
         self.batch = batch
