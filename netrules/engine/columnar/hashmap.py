@@ -101,6 +101,24 @@ class Int64Map:
         self._place(keys, vals)
         self.size += len(keys)
 
+    def reserve(self, extra: int) -> None:
+        """Room for ``extra`` more keys without growing (compiled inserts cannot grow)."""
+        if (self.size + self._gone + extra) * 10 > 7 * len(self._keys):
+            self._grow(self.size + extra)
+
+    def get_or_add(self, keys: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
+        """The value of each non-negative key, the absent ones inserted with ``start``,
+        ``start + 1``, ... in order of first appearance; returns (values, index of each
+        inserted key's first appearance)."""
+        if not len(keys):
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        self.reserve(len(keys))
+        out, fresh = kernels.get_or_add(self._keys, self._vals, np.int64(self._mask),
+                                        self._shift, keys.astype(np.int64, copy=False),
+                                        np.int64(start))
+        self.size += len(fresh)
+        return out, fresh
+
     def _place(self, keys: np.ndarray, vals: np.ndarray) -> None:
         self._gone -= kernels.place(self._keys, self._vals, np.int64(self._mask), self._shift,
                                     keys.astype(np.int64, copy=False),

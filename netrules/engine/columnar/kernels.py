@@ -16,7 +16,8 @@ from numba import njit
 
 __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", "release",
            "best_supports", "kill_step", "revive",
-           "lookup", "chain_keys", "linear_closure", "linear_rederive"]
+           "lookup", "chain_keys", "linear_closure", "linear_rederive", "get_or_add",
+           "chain_intern"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -673,3 +674,63 @@ def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                         n += 1
                 e += 1
     return out[:n]
+
+
+@njit(cache=True, nogil=True)
+def _get_or_add(table: np.ndarray, vals: np.ndarray, mask: np.int64, shift: np.uint64,
+                k: np.int64, new: np.int64) -> np.int64:  # pragma: no cover - compiled
+    """The value of ``k``, or ``new`` after inserting ``k`` with it (-1 - new: so the
+    caller tells them apart); the table must have room."""
+    s = _home(k, shift)
+    while True:
+        seen = table[s]
+        if seen == k:
+            return np.int64(vals[s])
+        if seen == EMPTY:
+            table[s] = k
+            vals[s] = new
+            return -1 - new
+        s = (s + 1) & mask
+
+
+@njit(cache=True, nogil=True)
+def get_or_add(table: np.ndarray, vals: np.ndarray, mask: np.int64, shift: np.uint64,
+               keys: np.ndarray, start: np.int64
+               ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """The value of each (non-negative) key, inserting the absent ones with values
+    ``start``, ``start + 1``, ... in order of first appearance; returns (values, index of
+    each inserted key's first appearance). One pass where a lookup, a ``unique`` of the
+    misses and an insert were three."""
+    out = np.empty(len(keys), dtype=np.int64)
+    fresh = np.empty(len(keys), dtype=np.int64)
+    nf = 0
+    for i in range(len(keys)):
+        v = _get_or_add(table, vals, mask, shift, keys[i], start + nf)
+        if v < 0:
+            v = -1 - v
+            fresh[nf] = i
+            nf += 1
+        out[i] = v
+    return out, fresh[:nf]
+
+
+@njit(cache=True, nogil=True)
+def chain_intern(table: np.ndarray, vals: np.ndarray, mask: np.int64, shift: np.uint64,
+                 rows: np.ndarray, start: np.int64
+                 ) -> tuple[np.ndarray, np.int64]:  # pragma: no cover - compiled
+    """``chain_keys`` interning every prefix pair not seen before (ids from ``start``);
+    returns (keys, how many pairs were added). Ids must be non-negative."""
+    n, w = rows.shape
+    out = np.empty(n, dtype=np.int64)
+    nf = np.int64(0)
+    for i in range(n):
+        p = np.int64(rows[i, 0])
+        for j in range(1, w - 1):
+            v = _get_or_add(table, vals, mask, shift, (p << 31) | np.int64(rows[i, j]),
+                            start + nf)
+            if v < 0:
+                v = -1 - v
+                nf += 1
+            p = v
+        out[i] = (p << 31) | np.int64(rows[i, w - 1])
+    return out, nf

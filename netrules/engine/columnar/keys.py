@@ -17,6 +17,8 @@ from netrules.engine.columnar.hashmap import Int64Map
 __all__ = ["Pairs", "distinct", "group_ids", "pack", "union", "unique_rows"]
 
 _SHIFT = np.int64(31)
+#: rows interned per compiled call: the map reserves room for every prefix of a chunk
+_CHUNK = 1 << 16
 
 
 def pack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -95,19 +97,6 @@ class Pairs:
     def nbytes(self) -> int:
         return self._map.nbytes()
 
-    def ids(self, a: np.ndarray, b: np.ndarray, *, intern: bool) -> np.ndarray:
-        k = pack(a, b)
-        got = self._map.get(k)
-        if intern:
-            miss = got < 0
-            if miss.any():
-                new, inv = np.unique(k[miss], return_inverse=True)
-                start = len(self._map)
-                fresh = np.arange(start, start + len(new), dtype=np.int64)
-                self._map.put_new(new, fresh)
-                got[miss] = fresh[inv]
-        return got
-
     def key(self, cols: list[np.ndarray], *, intern: bool) -> np.ndarray:
         """The key of each row given as columns; -1 where ``intern`` is off and a prefix was
         never stored (or an id is negative: a constant never interned)."""
@@ -121,18 +110,15 @@ class Pairs:
 
     def row_keys(self, rows: np.ndarray, *, intern: bool) -> np.ndarray:
         """``key`` of a 2-d array of ids, three or more columns: one compiled pass
-        (``kernels.chain_keys``); interning, the rows it misses take the array path."""
+        (``kernels.chain_keys``, or ``chain_intern`` adding the prefixes never seen)."""
         m = self._map
-        k = kernels.chain_keys(m.table, m.vals, np.int64(m.mask), m.shift, rows)
-        if intern:
-            miss = np.flatnonzero(k < 0)
-            if len(miss):
-                k[miss] = self._interned(rows[miss])
-        return k
-
-    def _interned(self, rows: np.ndarray) -> np.ndarray:
-        """Keys of rows of non-negative ids, interning every prefix not seen before."""
-        p = rows[:, 0]
-        for j in range(1, rows.shape[1] - 1):
-            p = self.ids(p, rows[:, j], intern=True)
-        return pack(p, rows[:, -1])
+        if not intern:
+            return kernels.chain_keys(m.table, m.vals, np.int64(m.mask), m.shift, rows)
+        out = np.empty(len(rows), dtype=np.int64)
+        for at in range(0, len(rows), _CHUNK):  # room for a chunk, not a load, at a time
+            part = rows[at:at + _CHUNK]
+            m.reserve(len(part) * (rows.shape[1] - 2))
+            out[at:at + len(part)], added = kernels.chain_intern(
+                m.table, m.vals, np.int64(m.mask), m.shift, part, np.int64(len(m)))
+            m.size += int(added)
+        return out

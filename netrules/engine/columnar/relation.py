@@ -238,18 +238,13 @@ class Relation:
                 for ix in self._indexes.values():
                     ix.append(np.zeros(1, np.int64))
             return np.zeros(m, np.int64)
-        k = self.keys(cols, intern=True)
-        rows = self.map.get(k)
-        miss = rows < 0
-        if miss.any():
-            uk, first, inv = np.unique(k[miss], return_index=True, return_inverse=True)
-            start = self.n
-            new = np.arange(start, start + len(uk), dtype=np.int64)
-            self._reserve(start + len(uk))
-            self.cols[start:start + len(uk)] = cols[np.flatnonzero(miss)[first]]
-            self.n = start + len(uk)
-            self.map.put_new(uk, new)
-            rows[miss] = new[inv]
+        start = self.n
+        rows, fresh = self.map.get_or_add(self.keys(cols, intern=True), start)
+        if len(fresh):
+            new = np.arange(start, start + len(fresh), dtype=np.int64)
+            self._reserve(start + len(fresh))
+            self.cols[start:start + len(fresh)] = cols[fresh]
+            self.n = start + len(fresh)
             for ix in self._indexes.values():
                 ix.append(new)
         return rows
