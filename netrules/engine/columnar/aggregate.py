@@ -67,12 +67,31 @@ class AggRule:
         # (``shift_extreme``); a negated atom's change would need both directions' joins
         self.shifts = self.agg.func in ("MIN", "MAX") and self.agg.var is not None \
             and not self.negs
+        self.copies = self._copies()
         self.body_vars = sorted(set().union(*(ast.variables_of(lit) for lit in rule.body)))
         # per positive atom (then per negated atom), the atom positions holding the group's
         # arguments when the atom alone binds them all: a changed row's group is then read
         # off the row, with no join (``touched_groups``)
         self.group_at = [self._group_at(a) for a in self.atoms]
         self.neg_group_at = [self._group_at(a) for a, _ in self.negs]
+
+    def _copies(self) -> list[int] | None:
+        """For a body of one atom of distinct variables, the atom position each head
+        argument copies (the aggregate's its variable's): a binding is a row, and its head
+        is the row's columns rearranged, with no join (``_binding_heads``)."""
+        body = self.rule.body
+        if len(body) != 1 or not isinstance(body[0], ast.Atom):
+            return None
+        names = [t.name if isinstance(t, ast.Var) else None for t in body[0].args]
+        if None in names or "_" in names or len(set(names)) != len(names):
+            return None
+        out = []
+        for i, t in enumerate(self.rule.head.args):
+            name = self.agg.var.name if i == self.pos else getattr(t, "name", None)  # type: ignore[union-attr]
+            if name not in names:
+                return None
+            out.append(names.index(name))
+        return out
 
     def _group_at(self, atom: ast.Atom) -> list[int] | None:
         at = []
@@ -381,6 +400,18 @@ def _binding_heads(ar: AggRule, prog: ColumnarProgram, tabs: list[Table]) -> np.
     return np.concatenate(out) if out else np.zeros((0, width), dtype=np.int64)
 
 
+def _changed_heads(ar: AggRule, prog: ColumnarProgram, rows: Rows, read: Reader
+                   ) -> np.ndarray:
+    """``_binding_heads`` of the bindings over ``read`` that use one of ``rows``."""
+    if ar.copies is not None:
+        atom = ar.atoms[0]
+        got = rows.get(atom.relation)
+        if got is None or not len(got):
+            return np.zeros((0, len(ar.rule.head.args)), dtype=np.int64)
+        return prog.rels[atom.relation].cols[got][:, ar.copies].astype(np.int64)
+    return _binding_heads(ar, prog, tables_from(ar, prog, rows, {}, read))
+
+
 def shift_extreme(ar: AggRule, prog: ColumnarProgram, d_in: Rows, a_in: Rows,
                   before: Reader, after: Reader) -> tuple[np.ndarray, np.ndarray]:
     """``regroup`` of the groups a MIN or MAX rule's input change touches, without reading
@@ -390,8 +421,8 @@ def shift_extreme(ar: AggRule, prog: ColumnarProgram, d_in: Rows, a_in: Rows,
     changed). Only a group that lost the binding it chose is aggregated afresh, and a group
     that had no row gets the extreme of what came (nothing else of it held before)."""
     rel = prog.rels[ar.rule.head.relation]
-    gone_b = _binding_heads(ar, prog, tables_from(ar, prog, d_in, {}, before))
-    came_b = _binding_heads(ar, prog, tables_from(ar, prog, a_in, {}, after))
+    gone_b = _changed_heads(ar, prog, d_in, before)
+    came_b = _changed_heads(ar, prog, a_in, after)
     if not len(gone_b) and not len(came_b):
         return np.empty(0, np.int64), np.empty(0, np.int64)
     gp = ar.group_pos
