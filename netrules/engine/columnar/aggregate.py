@@ -68,6 +68,13 @@ class AggRule:
         self.shifts = self.agg.func in ("MIN", "MAX") and self.agg.var is not None \
             and not self.negs
         self.copies = self._copies()
+        # solving the body for a given head row, its value bound too: is that row still
+        # a binding's (``holds``)
+        hv = [self.agg.var.name if i == self.pos else getattr(t, "name", None)  # type: ignore[union-attr]
+              for i, t in enumerate(rule.head.args)] if self.shifts else [None]
+        self.head_vars = hv if None not in hv and "_" not in hv else None
+        self.from_head = (compile_join(rule, None, frozenset(hv), check=True)
+                          if self.head_vars else None)
         self.body_vars = sorted(set().union(*(ast.variables_of(lit) for lit in rule.body)))
         # per positive atom (then per negated atom), the atom positions holding the group's
         # arguments when the atom alone binds them all: a changed row's group is then read
@@ -410,6 +417,30 @@ def _changed_heads(ar: AggRule, prog: ColumnarProgram, rows: Rows, read: Reader
             return np.zeros((0, len(ar.rule.head.args)), dtype=np.int64)
         return prog.rels[atom.relation].cols[got][:, ar.copies].astype(np.int64)
     return _binding_heads(ar, prog, tables_from(ar, prog, rows, {}, read))
+
+
+def holds(ar: AggRule, prog: ColumnarProgram, rows: np.ndarray, read: Reader) -> np.ndarray:
+    """Which of the given head rows of a MIN or MAX rule some binding over ``read`` still
+    gives as it is (value and payload): where ``read`` sees a subset of the bindings the
+    rows were chosen from, exactly the rows their groups, aggregated afresh over
+    ``read``, would give again, found by solving the body for the rows instead of
+    reading every binding of their groups."""
+    rel = prog.rels[ar.rule.head.relation]
+    tab = Table(len(rows))
+    keep = np.ones(len(rows), dtype=bool)
+    for p, name in enumerate(ar.head_vars):  # type: ignore[arg-type]
+        col = rel.column(rows, p)
+        if name in tab.vars:
+            keep &= tab.vars[name] == col
+        else:
+            tab.vars[name] = col
+    tab.vars["#k"] = np.arange(len(rows), dtype=np.int64)
+    if not keep.all():
+        tab = tab.take(np.flatnonzero(keep))
+    tab = ar.from_head.run(prog.rels, prog.values, tab, lambda j: read, read)  # type: ignore[union-attr]
+    out = np.zeros(len(rows), dtype=bool)
+    out[tab.vars["#k"]] = True
+    return out
 
 
 def shift_extreme(ar: AggRule, prog: ColumnarProgram, d_in: Rows, a_in: Rows,

@@ -29,6 +29,7 @@ from netrules.engine.columnar.aggregate import (
     _group_cols,
     aggregate_groups,
     group_rows,
+    holds,
     regroup,
     shift_extreme,
     started_tables,
@@ -244,8 +245,16 @@ class IteratedStage:
                 continue
             rel = prog.rels[name]
             read = self.reader(_union(gone, a_low), {})
+            aggs = self.aggs_of[name]
+            if len(aggs) == 1 and aggs[0].from_head is not None and not self.plain_of.get(name):
+                # the relation's one rule: a row stays if a binding still gives it
+                k = rows[holds(aggs[0], prog, rows, read)]
+                if len(k):
+                    out[name] = k
+                    gone[name] = np.setdiff1d(rows, k, assume_unique=True)
+                continue
             kept = []
-            for ar in self.aggs_of[name]:
+            for ar in aggs:
                 groups = rel.cols[rows][:, ar.group_pos].astype(np.int64)
                 heads = aggregate_groups(ar, prog, unique_rows(groups)[0], read)
                 if len(heads):
@@ -253,7 +262,7 @@ class IteratedStage:
                     kept.append(found[found >= 0])
             if kept:
                 k = np.concatenate(kept)
-                k = distinct(k[np.isin(k, rows)])
+                k = distinct(k[RowSet(rel.n, rows).has(k)])
                 if len(k):
                     out[name] = k
                     gone[name] = np.setdiff1d(rows, k, assume_unique=True)
