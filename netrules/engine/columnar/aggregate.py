@@ -321,6 +321,10 @@ def _pick(ar: AggRule, prog: ColumnarProgram, inv: np.ndarray, n: int, rank: np.
     """Index of each group's chosen candidate (``inv``: group of each, 0..n-1, every group
     present): the extreme ``rank``, then the least payload among those reaching it."""
     vkey = -rank if ar.agg.func == "MAX" else rank
+    if pay.shape[1] == 1:
+        best = prog.values.least_keyed(vkey, pay[:, 0], inv)
+        if best is not None:
+            return best
     order = np.lexsort((vkey, inv))
     first = order[np.r_[True, inv[order][1:] != inv[order][:-1]]]
     best = np.empty(n, dtype=np.int64)

@@ -17,7 +17,7 @@ from numba import njit
 __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", "release",
            "best_supports", "kill_step", "revive",
            "lookup", "chain_keys", "linear_closure", "linear_rederive", "get_or_add",
-           "chain_intern"]
+           "chain_intern", "least_keyed_lists"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -734,3 +734,29 @@ def chain_intern(table: np.ndarray, vals: np.ndarray, mask: np.int64, shift: np.
             p = v
         out[i] = (p << 31) | np.int64(rows[i, w - 1])
     return out, nf
+
+
+@njit(cache=True, nogil=True)
+def least_keyed_lists(head: np.ndarray, tail: np.ndarray, nil: np.int64, cells: np.int64,
+                      small: np.int64, atom_rank: np.ndarray, keys: np.ndarray,
+                      lists: np.ndarray, groups: np.ndarray,
+                      n_groups: np.int64) -> np.ndarray:  # pragma: no cover - compiled
+    """Per group, the index of its candidate with the least key and, among those, the
+    least list (the first of equal ones); -2 in slot 0 if an element was itself a list:
+    an arg-min's choice in one pass instead of two sorts and a dozen array calls."""
+    best = np.full(n_groups, -1, dtype=np.int64)
+    for i in range(len(keys)):
+        g = groups[i]
+        b = best[g]
+        if b < 0 or keys[i] < keys[b]:
+            best[g] = i
+            continue
+        if keys[i] > keys[b]:
+            continue
+        less = _list_less(lists[i], lists[b], head, tail, nil, cells, small, atom_rank)
+        if less < 0:
+            best[0] = -2
+            return best
+        if less == 1:
+            best[g] = i
+    return best

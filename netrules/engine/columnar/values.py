@@ -204,6 +204,23 @@ class Values:
             return None
         return best
 
+    def least_keyed(self, keys: np.ndarray, ids: np.ndarray, groups: np.ndarray
+                    ) -> np.ndarray | None:
+        """Per group (0..n-1, every one present), the index of the least ``keys`` and,
+        among those, the least list, in one compiled pass; None where ``least_in_groups``
+        could not decide."""
+        if not len(ids) or not self.is_list(ids).all():
+            return None
+        self._rank_atoms()
+        if self._atom_number.any():
+            return None
+        best = kernels.least_keyed_lists(
+            self.head, self.tail, np.int64(self.nil), np.int64(CELLS), np.int64(SMALL),
+            self._atom_rank, keys.astype(np.int64, copy=False),
+            ids.astype(np.int64, copy=False), groups.astype(np.int64, copy=False),
+            np.int64(int(groups.max()) + 1))
+        return None if best[0] == -2 else best
+
     def _rank_atoms(self) -> None:
         """Rank every atom by ``sort_key``, again only once atoms were added since."""
         if len(self._atom_rank) == len(self._objs):
