@@ -197,7 +197,7 @@ class IteratedStage:
                 lrows = union(lrows, hidden)
             lrows = lrows[rel.alive[lrows]]
             if len(frows):
-                lrows = lrows[~np.isin(lrows, frows)]
+                lrows = lrows[~RowSet(rel.n, frows).has(lrows)]
             gone = lrows[~self._derivable(name, lrows, after)]
         for ar in self.aggs_of.get(name, ()):
             if ar.shifts:
@@ -440,7 +440,9 @@ class IteratedStage:
 
 
 def _without(rows: np.ndarray, drop: np.ndarray | None) -> np.ndarray:
-    return rows if drop is None or not len(rows) else rows[~np.isin(rows, drop)]
+    if drop is None or not len(rows) or not len(drop):
+        return rows
+    return rows[~RowSet(int(drop.max()) + 1, drop).has(rows)]
 
 
 def _union(a: Rows, b: Rows) -> Rows:
