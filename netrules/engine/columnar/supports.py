@@ -228,7 +228,7 @@ class Supports:
     def trim(self) -> None:
         """Give back the growth slack after a large batch (see ``Relation.trim``)."""
         cap = len(self.alive)
-        if self.n < 65_536 or cap * 4 < self.n * 5:
+        if self.n < 65_536 or cap * 2 < self.n * 3:
             return
         keep = self.n + self.n // 8
         for name in self._ARRAYS:
