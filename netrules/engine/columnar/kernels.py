@@ -259,29 +259,6 @@ def _list_less(a: np.int64, b: np.int64, head: np.ndarray, tail: np.ndarray, nil
 
 
 @njit(cache=True, nogil=True)
-def least_lists(head: np.ndarray, tail: np.ndarray, nil: np.int64, cells: np.int64,
-                small: np.int64, atom_rank: np.ndarray, lists: np.ndarray,
-                groups: np.ndarray, n_groups: np.int64) -> np.ndarray:  # pragma: no cover
-    """Per group, the index of its least list (the first of equal ones); -2 in slot 0 if
-    an element was itself a list. Lists compare from the front and stop at the first
-    difference, so tied best routes, which differ at their second node, cost a step each."""
-    best = np.full(n_groups, -1, dtype=np.int64)
-    for i in range(len(lists)):
-        g = groups[i]
-        b = best[g]
-        if b < 0:
-            best[g] = i
-            continue
-        less = _list_less(lists[i], lists[b], head, tail, nil, cells, small, atom_rank)
-        if less < 0:
-            best[0] = -2
-            return best
-        if less == 1:
-            best[g] = i
-    return best
-
-
-@njit(cache=True, nogil=True)
 def release(nsup: np.ndarray, alive: np.ndarray,
             heads: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """Take one kept support from each of ``heads`` (rows, repeated once per support lost)

@@ -190,25 +190,11 @@ class Values:
         ``sort_key`` (the first of equal ones), compared from the front in one compiled
         pass; None when that pass cannot decide (an element is a list, or an atom is a
         number that must interleave with the small ints): use ``order_rank`` then."""
-        if not len(ids) or not self.is_list(ids).all():
-            return None
-        self._rank_atoms()
-        if self._atom_number.any():
-            return None
-        n = int(groups.max()) + 1
-        best = kernels.least_lists(self.head, self.tail, np.int64(self.nil), np.int64(CELLS),
-                                   np.int64(SMALL), self._atom_rank,
-                                   ids.astype(np.int64, copy=False),
-                                   groups.astype(np.int64, copy=False), np.int64(n))
-        if best[0] == -2:
-            return None
-        return best
+        return self.least_keyed(np.zeros(len(ids), dtype=np.int64), ids, groups)
 
     def least_keyed(self, keys: np.ndarray, ids: np.ndarray, groups: np.ndarray
                     ) -> np.ndarray | None:
-        """Per group (0..n-1, every one present), the index of the least ``keys`` and,
-        among those, the least list, in one compiled pass; None where ``least_in_groups``
-        could not decide."""
+        """``least_in_groups`` of the candidates with their group's least ``keys``."""
         if not len(ids) or not self.is_list(ids).all():
             return None
         self._rank_atoms()
