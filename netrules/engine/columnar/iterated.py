@@ -199,8 +199,10 @@ class IteratedStage:
             if len(frows):
                 lrows = lrows[~RowSet(rel.n, frows).has(lrows)]
             gone = lrows[~self._derivable(name, lrows, after)]
-        for ar in self.aggs_of.get(name, ()):
-            if ar.shifts:
+        aggs = self.aggs_of.get(name, ())
+        alone = len(aggs) == 1 and not self.plain_of.get(name)  # the relation's one rule
+        for ar in aggs:
+            if ar.shifts and alone:
                 g, c = shift_extreme(ar, prog, d_in, a_in, before, after)
             else:
                 groups = touched_groups(ar, prog, d_in, a_in, before, after)
