@@ -355,3 +355,49 @@ def test_distinct_and_union_are_numpys(a: list[int], b: list[int]) -> None:
     assert distinct(x).tolist() == np.unique(x).tolist()
     assert union(x, y).tolist() == np.union1d(x, y).tolist()
     assert distinct(x).dtype == x.dtype
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(0, 3)),
+                         max_size=30), min_size=1, max_size=6),
+       st.lists(st.tuples(st.integers(-1, 6), st.integers(-1, 6)), max_size=30),
+       st.sets(st.integers(0, 200)), st.booleans())
+def test_relation_rows_and_index_probes_match_a_list_of_rows(
+        batches: list, probes: list, kill: set, compact: bool) -> None:
+    """``rows_for`` gives a row per distinct fact, new ones in order of first appearance;
+    probes of one or two positions (``RowIndex``) return exactly the stored rows (alive or
+    not) whose ids match, across appends, table growth and a compaction; ``find`` misses
+    what was never stored."""
+    from netrules.engine.columnar.keys import Pairs
+    from netrules.engine.columnar.relation import Relation
+
+    rel = Relation("r", 3, Pairs())
+    model: list[tuple] = []
+    for i, batch in enumerate(batches):
+        cols = np.array(batch, dtype=np.int64).reshape(len(batch), 3)
+        got = rel.rows_for(cols).tolist()
+        for fact, row in zip(batch, got, strict=True):
+            if fact not in model:
+                model.append(fact)
+            assert model.index(fact) == row
+        if i == 0:  # indexes made after rows exist, then appended to
+            rel.index((0,)), rel.index((0, 2))
+    dead = [r for r in sorted(kill) if r < len(model)]
+    rel.set_alive(np.arange(len(model)))
+    rel.set_dead(np.array(dead, dtype=np.int64))
+    if compact:
+        new = rel.compact().tolist()
+        model = [f for r, f in enumerate(model) if r not in dead]
+        assert [n for n in new if n >= 0] == list(range(len(model)))
+    assert [tuple(x) for x in rel.cols[: rel.n].tolist()] == model
+    q = np.array(probes, dtype=np.int64).reshape(len(probes), 2)
+    for positions in ((0,), (0, 2), (1, 2)):
+        qcols = [q[:, k] for k in range(len(positions))]
+        qi, rows = rel.probe(positions, qcols)
+        got = sorted(zip(qi.tolist(), rows.tolist()))
+        want = sorted((i, r) for i, p in enumerate(probes) for r, f in enumerate(model)
+                      if all(f[pos] == p[k] for k, pos in enumerate(positions)))
+        assert got == want
+    missing = [f for f in [(6, 6, 0), (0, 0, 9)] if f not in model]
+    if missing:
+        assert (rel.find(np.array(missing, dtype=np.int64)) == -1).all()
