@@ -91,6 +91,30 @@ def test_buckets_are_a_multimap(appends: list, probes: list) -> None:
             assert got == want
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(-5, 300), max_size=400), st.lists(st.integers(0, 300), max_size=300),
+       st.sampled_from([np.int32, np.int64]), st.integers(0, 2**40))
+def test_stable_order_and_merge_runs_are_numpys(a: list, b: list, dtype: type, big: int) -> None:
+    """The counting sort and the two-run merge behind ``Buckets.settle`` give exactly what a
+    stable argsort gives (a multimap's values keep their order among equal keys)."""
+    x = np.array(a, dtype=dtype)
+    want = np.argsort(x, kind="stable")
+    assert np.array_equal(kernels.stable_order(x), want)
+    if len(x):
+        assert np.array_equal(kernels.counting_order(x, np.int64(x.min()),
+                                                     np.int64(int(x.max()) - int(x.min()) + 1)),
+                              want)
+    wide = np.array([*a, big], dtype=np.int64)  # a span past the counting sort's bound
+    assert np.array_equal(kernels.stable_order(wide), np.argsort(wide, kind="stable"))
+    k1, k2 = np.sort(x), np.sort(np.array(b, dtype=dtype))
+    v1, v2 = np.arange(len(k1), dtype=np.int32), np.arange(len(k2), dtype=np.int32) + len(k1)
+    keys, vals = kernels.merge_runs(k1, v1, k2, v2)
+    both = np.concatenate([k1, k2])
+    order = np.argsort(both, kind="stable")
+    assert np.array_equal(keys, both[order])
+    assert np.array_equal(vals, np.concatenate([v1, v2])[order])
+
+
 def test_compaction_keeps_views_and_why_trees_exact() -> None:
     """Link flaps leave dead supports; once they outnumber the living they are compacted
     away, and every support lookup (why, the store's derivations) goes on working."""

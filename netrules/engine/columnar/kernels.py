@@ -16,7 +16,8 @@ from numba import njit
 
 __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", "release",
            "best_supports", "kill_step", "revive",
-           "lookup", "chain_keys", "linear_closure", "linear_rederive"]
+           "lookup", "chain_keys", "linear_closure", "linear_rederive", "counting_order",
+           "stable_order", "merge_runs"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -673,3 +674,66 @@ def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                         n += 1
                 e += 1
     return out[:n]
+
+
+@njit(cache=True, nogil=True)
+def counting_order(keys: np.ndarray, lo: np.int64, span: np.int64
+                   ) -> np.ndarray:  # pragma: no cover - compiled
+    """The stable sorting permutation of integer ``keys`` that all lie in ``lo..lo+span-1``:
+    a counting sort, O(len + span). NumPy's stable argsort of int32/int64 is a timsort
+    (about 30 ns an element on a shared machine: 0.2 ms for 7,000 index entries, 47 ms for
+    a backbone batch's 800,000), and the keys it sorts here are rows, so their span is small."""
+    count = np.zeros(span + 1, dtype=np.int64)
+    for i in range(len(keys)):
+        count[keys[i] - lo + 1] += 1
+    for j in range(span):
+        count[j + 1] += count[j]
+    out = np.empty(len(keys), dtype=np.int64)
+    for i in range(len(keys)):
+        j = keys[i] - lo
+        out[count[j]] = i
+        count[j] += 1
+    return out
+
+
+def stable_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")``, by ``counting_order`` when the keys' span is at
+    most twice their number (plus 64 Ki): a multimap's keys are rows, dense, so nearly always."""
+    if len(keys) < 64 or keys.dtype.kind != "i":
+        return np.argsort(keys, kind="stable")
+    lo, hi = int(keys.min()), int(keys.max())
+    if hi - lo > 2 * len(keys) + 65_536:
+        return np.argsort(keys, kind="stable")
+    return counting_order(keys, np.int64(lo), np.int64(hi - lo + 1))
+
+
+@njit(cache=True, nogil=True)
+def merge_runs(k1: np.ndarray, v1: np.ndarray, k2: np.ndarray, v2: np.ndarray
+               ) -> tuple:  # pragma: no cover - compiled
+    """Two key-sorted runs as one, ``k1``'s entries first among equal keys (a stable merge):
+    one pass, where a stable argsort of the concatenation and two gathers were three."""
+    n1, n2 = len(k1), len(k2)
+    keys = np.empty(n1 + n2, dtype=k1.dtype)
+    vals = np.empty(n1 + n2, dtype=v1.dtype)
+    i = j = o = 0
+    while i < n1 and j < n2:
+        if k2[j] < k1[i]:
+            keys[o] = k2[j]
+            vals[o] = v2[j]
+            j += 1
+        else:
+            keys[o] = k1[i]
+            vals[o] = v1[i]
+            i += 1
+        o += 1
+    while i < n1:
+        keys[o] = k1[i]
+        vals[o] = v1[i]
+        i += 1
+        o += 1
+    while j < n2:
+        keys[o] = k2[j]
+        vals[o] = v2[j]
+        j += 1
+        o += 1
+    return keys, vals
