@@ -21,6 +21,7 @@ __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", 
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
+PREFILLED = -3  # ``linear_closure``'s prefilled table holds PREFILLED - row (<= -3)
 MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -464,18 +465,22 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
                 dk = c0 * nv + c1 if arity > 1 else c0
                 if use_dense:
                     g = np.int64(dense[dk])
-                    known = g != EMPTY
+                    known = g != EMPTY and g > PREFILLED
                 else:
                     s = _local_home(tkeys, hk)
                     known = tkeys[s] == hk
                     g = tvals[s]
                 if not known:
-                    ms = _slot(mkeys, mmask, mshift, hk)
-                    row = np.int64(mvals[ms]) if ms >= 0 else np.int64(-1)
-                    ok = row < 0 or not ralive[row]
-                    if ok and restrict:
-                        at = _first_at_least(allowed, row, 0)
-                        ok = row >= 0 and at < len(allowed) and allowed[at] == row
+                    if use_dense and g <= PREFILLED:  # prefilled: a dead allowed row
+                        row = PREFILLED - g
+                        ok = True
+                    else:
+                        ms = _slot(mkeys, mmask, mshift, hk)
+                        row = np.int64(mvals[ms]) if ms >= 0 else np.int64(-1)
+                        ok = row < 0 or not ralive[row]
+                        if ok and restrict:
+                            at = _first_at_least(allowed, row, 0)
+                            ok = row >= 0 and at < len(allowed) and allowed[at] == row
                     g = np.int64(-2)
                     if ok:
                         g = nf
@@ -527,7 +532,7 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                    bval: np.ndarray, rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
                    allowed: np.ndarray, restrict: bool, k: np.int64, bcode: np.ndarray,
                    scode: np.ndarray, nv: np.int64, start_dense: bool, switch: np.int64,
-                   max_work: np.int64) -> tuple:  # pragma: no cover - compiled
+                   max_work: np.int64, prefill: np.ndarray) -> tuple:  # pragma: no cover
     """Semi-naive to the fixpoint of a stratum of one relation R (arity 1 or 2) whose rules
     that read R are linear, ``R(h) :- B(b), R(r)`` with B below: every round of
     ``ColumnarProgram._seminaive`` after the first, in one call.
@@ -557,7 +562,12 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
 
     A round that would meet more than ``max_work`` (frontier fact, B row) pairs is left to
     the caller: vectorised rounds carry a wide frontier faster than this loop (a backbone's
-    load), which is for the many narrow rounds."""
+    load), which is for the many narrow rounds.
+
+    ``prefill``, when not empty, is the dense table made by the caller for a restricted run
+    (a rederivation): ``PREFILLED - row`` at the code of each allowed row that is dead, -2
+    (not new) everywhere else, so a head is told allowed or not by one look-up, without
+    R's hash map or ``allowed``."""
     arity = rcols.shape[1]
     ns = len(seeds)
     cap = max(16, 2 * ns)
@@ -573,8 +583,11 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
             fcol[i, p] = rcols[seeds[i], p]
             fcode[i, p] = scode[i, p]
         frank[i] = rrank[seeds[i]]
-    use_dense = start_dense and nv > 0
-    dense = np.full(nv ** arity if use_dense else 1, EMPTY, dtype=np.int32)
+    use_dense = (start_dense and nv > 0) or len(prefill) > 0
+    if len(prefill):
+        dense = prefill
+    else:
+        dense = np.full(nv ** arity if use_dense else 1, EMPTY, dtype=np.int32)
     nf, nsup, tused = ns, 0, 0
     tkeys = np.full(64, EMPTY, dtype=np.int64)  # head key -> fact, or -2: not new
     tvals = np.empty(64, dtype=np.int64)

@@ -611,20 +611,29 @@ class ColumnarProgram:
                    first: list | None = None) -> None:
         lc = self.closures.get(srels)
         while deltas or first:
+            pre = None
             if (lc is not None and not first and deltas.keys() == {lc.name}
+                    and only is not None and lc.name in only):
+                # a rederivation: its heads in a dense table of the suspects, and every
+                # round in one compiled call whatever the sizes (closure.Prefill)
+                pre = lc.prefilled(self, only[lc.name].rows)
+            if pre is not None or (
+                    lc is not None and not first and deltas.keys() == {lc.name}
                     and len(deltas[lc.name]) <= lc.max_work and lc.fits(self)):
                 # every round left is a linear rule's: compiled calls (closure.py) while
                 # the frontier is narrow, vectorised rounds while it is wide
+                assert lc is not None
                 allowed = None
                 if only is not None:
                     keyed = only.get(lc.name)
                     if keyed is None:
                         return
-                    if len(keyed.rows) > lc.max_work:  # many suspects: vectorised rounds
-                        lc = None
+                    if pre is None and len(keyed.rows) > lc.max_work:
+                        lc = None  # many suspects: vectorised rounds
                         continue
-                    allowed = np.sort(keyed.rows)  # a _Suspects: its keys never built
-                rounds, wide = lc.run(self, deltas[lc.name], ch, allowed)
+                    # a _Suspects: its keys never built; sorted for the kernel's search
+                    allowed = keyed.rows if pre is not None else np.sort(keyed.rows)
+                rounds, wide = lc.run(self, deltas[lc.name], ch, allowed, pre)
                 self.stats["rounds"] += rounds
                 if not len(wide):
                     return
