@@ -550,6 +550,13 @@ class ColumnarProgram:
                     rows = deltas.get(atom.relation)
                     if rows is None or not len(rows):
                         continue
+                    if any(not self.rels[a.relation].count for j, a in enumerate(r.atoms)
+                           if j != i):
+                        # another atom reads an empty relation (both views: the old one is
+                        # alive rows less this round's delta): nothing to derive; the first
+                        # round of a stratum derived afresh meets this for every rule
+                        # reading the stratum, a join each for nothing
+                        continue
                     tab = self.start(r.rule, atom, rows, i)
 
                     def read(j: int, i: int = i) -> Reader:
