@@ -48,8 +48,9 @@ __all__ = ["ColumnarProgram", "unsupported", "DEFAULT_K"]
 
 DEFAULT_K = 2
 #: A stratum is derived afresh when a batch removes more than this share of the facts it
-#: reads from below (``ColumnarProgram._recompute_pays``).
-RECOMPUTE = 0.5
+#: reads from below (``ColumnarProgram._recompute_pays``): the first where the compiled
+#: closure derives it afresh (``LinearClosure.fits``), the second elsewhere.
+RECOMPUTE = (0.1, 0.5)
 
 
 def unsupported(plan: Plan) -> str | None:
@@ -162,7 +163,7 @@ class ColumnarProgram:
         if not 1 <= k <= 127:
             raise EngineError(f"k={k}: the columnar engine keeps 1 to 127 supports a fact")
         self.plan, self.k = plan, k
-        self.recompute = RECOMPUTE
+        self.recompute: float | tuple[float, float] = RECOMPUTE
         self.values = Values()
         self.pairs = Pairs()
         self.rels: dict[str, Relation] = {}
@@ -314,7 +315,11 @@ class ColumnarProgram:
         if not killed or not any(self.rels[n].count for n in srels):
             return False
         standing = sum(self.rels[n].count for n in below)
-        return killed > self.recompute * (standing + killed)
+        share = self.recompute
+        if isinstance(share, tuple):
+            lc = self.closures.get(srels)
+            share = share[0 if lc is not None and lc.fits(self) else 1]
+        return killed > share * (standing + killed)
 
     def _recompute(self, srels: frozenset[str], rules: list[_Rule], below: set[str],
                    ch: _Changes) -> None:
