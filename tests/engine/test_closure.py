@@ -57,6 +57,7 @@ def _check_supports(prog: ColumnarProgram) -> None:
     """Every alive fact of a closed stratum has 1..K alive supports, each a derivation by
     its rule of alive body facts, the stratum's body fact of lower rank than the head."""
     sup = prog.supports
+    assert sup.count == np.count_nonzero(sup.alive[: sup.n])
     for srels, lc in prog.closures.items():
         rel = prog.rels[lc.name]
         code = prog.codes[lc.name]

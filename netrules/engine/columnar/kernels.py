@@ -17,7 +17,7 @@ from numba import njit
 __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", "release",
            "best_supports", "kill_step", "revive",
            "lookup", "chain_keys", "linear_closure", "linear_rederive", "counting_order",
-           "stable_order", "merge_runs"]
+           "stable_order", "merge_runs", "drop_heads", "first_kept"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -750,3 +750,41 @@ def merge_runs(k1: np.ndarray, v1: np.ndarray, k2: np.ndarray, v2: np.ndarray
         j += 1
         o += 1
     return keys, vals
+
+
+@njit(cache=True, nogil=True)
+def drop_heads(rule: np.ndarray, head_code: np.ndarray, alive: np.ndarray, n: np.int64,
+               codes: np.ndarray) -> np.int64:  # pragma: no cover - compiled
+    """Kill every alive support among the first ``n`` whose rule's head relation is one of
+    ``codes``; returns how many: ``Supports.drop_heads``'s five passes over every support
+    (a stratum derived afresh pays it per stratum) in one."""
+    dropped = 0
+    for s in range(n):
+        if alive[s]:
+            c = head_code[rule[s]]
+            for j in range(len(codes)):
+                if c == codes[j]:
+                    alive[s] = False
+                    dropped += 1
+                    break
+    return dropped
+
+
+@njit(cache=True, nogil=True)
+def first_kept(first: np.ndarray, alive: np.ndarray, head: np.ndarray, rule: np.ndarray,
+               head_code: np.ndarray, code: np.int64, k: np.int64, n: np.int64,
+               newid: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Per row of relation ``code``, the new id of the first alive support of its block
+    (``first``: the block's first support id, -1 for none; a block holds up to ``k``
+    supports of that head), or -1: ``Supports.compact``'s loop over K in one pass."""
+    out = np.full(len(first), -1, dtype=np.int32)
+    for r in range(len(first)):
+        s0 = first[r]
+        if s0 < 0:
+            continue
+        for j in range(k):
+            c = s0 + j
+            if c < n and alive[c] and head[c] == r and head_code[rule[c]] == code:
+                out[r] = newid[c]
+                break
+    return out
