@@ -115,6 +115,7 @@ class BaseLedger:
         self.lifetimes: dict[str, float] = dict(lifetimes or {})
         self.regs: dict[tuple, _Write] = {}
         self._regf: dict[str, Callable[[tuple], tuple] | None] = {}
+        self._picks: dict[str, tuple[int, Callable[[tuple], tuple]] | None] = {}
         self.clock = 0.0
         self.arrivals = 0
         self.last = Counter[str]()  # the last batch's stale updates: duplicates, superseded
@@ -160,6 +161,16 @@ class BaseLedger:
         def reg(args: tuple) -> tuple:
             return (rel, args) if top >= len(args) else (rel, pick(args))
         return reg
+
+    def _pick_of(self, rel: str) -> tuple[int, Callable[[tuple], tuple]] | None:
+        """``_reg_of``'s parts for ``_run`` to build a register inline: (the highest key
+        position, a getter of the key's values), None for a register of all arguments."""
+        pos = self.keys.get(rel)
+        if pos is None:
+            return None
+        pick = itemgetter(*pos) if len(pos) > 1 else (lambda a: (a[pos[0]],)) if pos else (
+            lambda a: ())
+        return max(pos, default=-1), pick
 
     def _live(self, w: _Write | None, clock: float) -> Fact | None:
         """The fact a register holds at ``clock`` (None: deleted, or expired soft state)."""
@@ -224,7 +235,7 @@ class BaseLedger:
 
         The loop is the per-update fixed cost of every batch (a 224-link partition spent
         0.4 ms here, a sixth of its batch), so it keeps to locals: the plain case is inlined,
-        the register's getter is read from a per-relation dict, a write is made by
+        the register is built inline from a per-relation key getter, a write is made by
         ``tuple.__new__`` (a named tuple's own constructor is a Python frame) and a fact is
         compared with another only when both exist (``Fact.__eq__`` is a Python frame too)."""
         before: dict[tuple, Fact | None] = {}
@@ -232,7 +243,8 @@ class BaseLedger:
         stale: Counter[str] = Counter()
         start = clock = self.clock
         arrivals = self.arrivals
-        regs, order_of, live, regf = self.regs, self._order, self._live, self._regf
+        regs, order_of, live = self.regs, self._order, self._live
+        picks = self.__dict__.setdefault("_picks", {})  # (a ledger pickled before it had one)
         soft = bool(self.lifetimes)
         write_of, tie, missing = tuple.__new__, _Tie, _MISSING
         try:
@@ -244,11 +256,12 @@ class BaseLedger:
                     sign, fact = item[0], item[1]
                     arrivals += 1
                     order = ((clock, arrivals, "", 0), sign == "-", tie(fact))
-                rel = fact.relation
-                get = regf.get(rel, missing)
-                if get is missing:
-                    get = regf[rel] = self._reg_of(rel)
-                reg = (rel, fact.args) if get is None else get(fact.args)
+                rel, args = fact.relation, fact.args
+                spec = picks.get(rel, missing)
+                if spec is missing:
+                    spec = picks[rel] = self._pick_of(rel)
+                reg = (rel, args) if spec is None or spec[0] >= len(args) else (
+                    rel, spec[1](args))
                 old = now.get(reg)
                 if old is None:
                     old = regs.get(reg)
