@@ -163,6 +163,7 @@ class ColumnarProgram:
         if not 1 <= k <= 127:
             raise EngineError(f"k={k}: the columnar engine keeps 1 to 127 supports a fact")
         self.plan, self.k = plan, k
+        kernels.warm()
         self.recompute: float | tuple[float, float] = RECOMPUTE
         self.values = Values()
         self.pairs = Pairs()
