@@ -269,3 +269,41 @@ def test_derived_afresh_past_a_tenth_where_the_closure_serves(monkeypatch: pytes
         assert bool(afresh) == fits
         want = evaluate_program(plan.program, sorted(set(ring) - set(gone), key=Fact.key))
         assert {f.args for f in state.views()["p"]} == {f.args for f in want["p"]}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(sorted(LINEAR)), st.lists(wide_edge, min_size=15, max_size=45, unique=True),
+       st.lists(st.lists(st.tuples(st.integers(0, 3).map(lambda x: x == 0), wide_edge,
+                                   st.integers(0, 99)), min_size=1, max_size=8),
+                min_size=1, max_size=4))
+def test_kills_through_offsets_match_the_oracle(name: str, initial: list, batches: list
+                                                ) -> None:
+    """A kill that probes the supports' index through offsets by key (``psn._Using``, on a
+    backbone once a kill asks a large index often) finds what the searches find: the same
+    stream with offsets from the first probe on and without them, against the oracle."""
+    from netrules.engine.columnar import psn
+
+    plan = plan_program(parse_program(LINEAR[name]))
+    start, stream = _stream(initial, batches)
+    states = {}
+    for dense in (True, False):
+        states[dense] = columnar.materialize(plan, start)
+        states[dense].extra["program"].recompute = 2.0  # always maintained: deletions kill
+    present = set(start)
+    real = psn._Using.min_entries, psn._Using.share
+    try:
+        for ups in stream:
+            for sign, f in ups:
+                (present.add if sign == "+" else present.discard)(f)
+            for dense, state in states.items():
+                psn._Using.min_entries, psn._Using.share = (-1, 1 << 40) if dense else real
+                columnar.apply(state, ups)
+            want = evaluate_program(plan.program, sorted(present, key=Fact.key))
+            for rel in plan.derived:
+                expect = {f.args for f in want.get(rel, [])}
+                for state in states.values():
+                    assert {f.args for f in state.views().get(rel, [])} == expect
+            for state in states.values():
+                _check_supports(state.extra["program"])
+    finally:
+        psn._Using.min_entries, psn._Using.share = real

@@ -17,7 +17,8 @@ from numba import njit
 __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", "release",
            "best_supports", "kill_step", "revive",
            "lookup", "chain_keys", "linear_closure", "linear_rederive", "counting_order",
-           "stable_order", "merge_runs", "drop_heads", "first_kept", "warm"]
+           "stable_order", "merge_runs", "drop_heads", "first_kept", "warm",
+           "dense_offsets", "expand_dense"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -810,3 +811,42 @@ def warm() -> None:
     drop_heads(i16, i64[:1], flags, np.int64(4), i64[:1])
     first_kept(np.full(4, -1, np.int32), flags, i32, i16, i64[:1], np.int64(0), np.int64(2),
                np.int64(4), i64)
+    expand_dense(dense_offsets(i32, np.int64(1)), i32, i64)
+
+
+@njit(cache=True, nogil=True)
+def dense_offsets(keys: np.ndarray, n: np.int64) -> np.ndarray:  # pragma: no cover
+    """Offsets of a key-sorted run whose keys lie in 0..n-1: key k's entries are
+    ``offsets[k]:offsets[k + 1]`` (a count per key, then a running sum: no branch on the
+    data, which a merge-like walk of keys and range mispredicted at every key)."""
+    off = np.zeros(n + 1, dtype=np.int32)  # a run holds fewer than 2**31 entries
+    for i in range(len(keys)):
+        off[keys[i] + 1] += 1
+    for k in range(n):
+        off[k + 1] += off[k]
+    return off
+
+
+@njit(cache=True, nogil=True)
+def expand_dense(off: np.ndarray, vals: np.ndarray, q: np.ndarray
+                 ) -> tuple:  # pragma: no cover - compiled
+    """``expand`` through ``dense_offsets``: every (probe index, value) of the run whose key
+    equals the probe's, without a binary search (a search of a run of millions missed the
+    cache at every step)."""
+    n = len(off) - 1
+    total = 0
+    for i in range(len(q)):
+        k = q[i]
+        if 0 <= k < n:
+            total += off[k + 1] - off[k]
+    qi = np.empty(total, dtype=np.int64)
+    out = np.empty(total, dtype=np.int64)
+    j = 0
+    for i in range(len(q)):
+        k = q[i]
+        if 0 <= k < n:
+            for p in range(off[k], off[k + 1]):
+                qi[j] = i
+                out[j] = vals[p]
+                j += 1
+    return qi, out
