@@ -151,6 +151,7 @@ class Prefill:
     code_of: np.ndarray  # value - lo -> code
     nv: int
     table: np.ndarray  # int32, nv ** arity slots; the kernel writes it: used by one run
+    room: int  # how many rows the table allows (dead suspects): the most facts a run makes
 
     def code(self, v: np.ndarray) -> np.ndarray:
         span = len(self.code_of)
@@ -267,7 +268,8 @@ class LinearClosure:
             seeds, rel.cols, rel.rank, rel.alive, m.table, m.vals,
             np.int64(m.mask), m.shift, boff, bkey, brow, bval, rjoin, hsrc, hidx,
             allow.astype(np.int64), restrict, np.int64(prog.k), bcode, scode, np.int64(nv),
-            start, np.int64(nv ** rel.arity // self.fill), max_work, table)
+            start, np.int64(nv ** rel.arity // self.fill), max_work, table,
+            np.int64(pre.room if pre is not None else 0))
         ns = len(seeds)
         sf, sr, sb, sd = sup[:, 0], sup[:, 1], sup[:, 2], sup[:, 3]
         if len(frow) == ns:
@@ -300,25 +302,11 @@ class LinearClosure:
         rel = prog.rels[self.name]
         if not self.prefill or not len(allowed):
             return None
-        acols = rel.cols[allowed].astype(np.int64)
-        lo = int(acols.min())
-        span = int(acols.max()) - lo + 1
-        if span > self.dense_max:
+        lo, code_of, nv, table, room = kernels.prefill_table(
+            rel.cols, allowed.astype(np.int64), rel.alive, np.int64(self.dense_max))
+        if not nv:
             return None
-        mark = np.zeros(span, dtype=bool)
-        mark[(acols - lo).ravel()] = True
-        values = np.flatnonzero(mark)
-        nv = len(values) + 1
-        if nv ** rel.arity > self.dense_max:
-            return None
-        code_of = np.full(span, nv - 1, dtype=np.int64)
-        code_of[values] = np.arange(len(values))
-        ac = code_of[acols - lo]
-        dk = ac[:, 0] * nv + ac[:, 1] if rel.arity > 1 else ac[:, 0]
-        table = np.full(nv ** rel.arity, -2, dtype=np.int32)
-        dead = ~rel.alive[allowed]
-        table[dk[dead]] = (kernels.PREFILLED - allowed[dead]).astype(np.int32)
-        return Prefill(lo, code_of, nv, table)
+        return Prefill(int(lo), code_of, int(nv), table, int(room))
 
     def rederive(self, prog: ColumnarProgram, heads: np.ndarray
                  ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:

@@ -18,7 +18,7 @@ __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", 
            "best_supports", "kill_step", "revive",
            "lookup", "chain_keys", "linear_closure", "linear_rederive", "counting_order",
            "stable_order", "merge_runs", "drop_heads", "first_kept", "warm",
-           "dense_offsets", "expand_dense"]
+           "dense_offsets", "expand_dense", "prefill_table"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -533,7 +533,8 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                    bval: np.ndarray, rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
                    allowed: np.ndarray, restrict: bool, k: np.int64, bcode: np.ndarray,
                    scode: np.ndarray, nv: np.int64, start_dense: bool, switch: np.int64,
-                   max_work: np.int64, prefill: np.ndarray) -> tuple:  # pragma: no cover
+                   max_work: np.int64, prefill: np.ndarray, room: np.int64
+                   ) -> tuple:  # pragma: no cover - compiled
     """Semi-naive to the fixpoint of a stratum of one relation R (arity 1 or 2) whose rules
     that read R are linear, ``R(h) :- B(b), R(r)`` with B below: every round of
     ``ColumnarProgram._seminaive`` after the first, in one call.
@@ -568,7 +569,9 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
     ``prefill``, when not empty, is the dense table made by the caller for a restricted run
     (a rederivation): ``PREFILLED - row`` at the code of each allowed row that is dead, -2
     (not new) everywhere else, so a head is told allowed or not by one look-up, without
-    R's hash map or ``allowed``."""
+    R's hash map or ``allowed``. ``room`` is how many such rows there are: the facts and
+    supports a prefilled run can make are bounded by it (and ``k``), so its arrays are
+    sized once and its rounds skip the pass that counts their work."""
     arity = rcols.shape[1]
     ns = len(seeds)
     cap = max(16, 2 * ns)
@@ -594,8 +597,15 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
     tvals = np.empty(64, dtype=np.int64)
     lo, hi = 0, ns
     rounds = 0
+    if len(prefill):
+        frow = _grow_to(frow, ns + room)
+        fcol = _grow_to(fcol, ns + room)
+        frank = _grow_to(frank, ns + room)
+        fcount = _grow_to(fcount, ns + room)
+        fcode = _grow_to(fcode, ns + room)
+        sup = _grow_to(sup, k * room)
     while hi > lo:
-        work = _closure_work(lo, hi, fcol, boff, bkey, rjoin)
+        work = np.int64(0) if len(prefill) else _closure_work(lo, hi, fcol, boff, bkey, rjoin)
         if work > max_work:
             break
         rounds += 1
@@ -850,3 +860,56 @@ def expand_dense(off: np.ndarray, vals: np.ndarray, q: np.ndarray
                 out[j] = vals[p]
                 j += 1
     return qi, out
+
+
+@njit(cache=True, nogil=True)
+def prefill_table(cols: np.ndarray, rows: np.ndarray, alive: np.ndarray,
+                  max_slots: np.int64) -> tuple:  # pragma: no cover - compiled
+    """``closure.Prefill`` of the given rows of a relation (``cols``: its id columns, arity
+    1 or 2) in two passes: (lowest value, code per value - lowest, nv, table, room), nv 0
+    when the values span more than ``max_slots`` or the table would have more slots. Values
+    are coded in order; the last code, nv - 1, is every value not among the rows'."""
+    arity = cols.shape[1]
+    empty = np.empty(0, dtype=np.int64)
+    if not len(rows):
+        return np.int64(0), empty, np.int64(0), np.empty(0, dtype=np.int32), np.int64(0)
+    lo = np.int64(cols[rows[0], 0])
+    hi = lo
+    for i in range(len(rows)):
+        for p in range(arity):
+            v = np.int64(cols[rows[i], p])
+            lo = min(lo, v)
+            hi = max(hi, v)
+    span = hi - lo + 1
+    if span > max_slots:
+        return lo, empty, np.int64(0), np.empty(0, dtype=np.int32), np.int64(0)
+    code = np.zeros(span, dtype=np.int64)
+    for i in range(len(rows)):
+        for p in range(arity):
+            code[np.int64(cols[rows[i], p]) - lo] = 1
+    nv = np.int64(0)
+    for j in range(span):
+        if code[j]:
+            code[j] = nv
+            nv += 1
+        else:
+            code[j] = -1
+    nv += 1  # the code of any other value
+    slots = nv ** arity
+    if slots > max_slots:
+        return lo, empty, np.int64(0), np.empty(0, dtype=np.int32), np.int64(0)
+    for j in range(span):
+        if code[j] < 0:
+            code[j] = nv - 1
+    table = np.full(slots, -2, dtype=np.int32)
+    room = np.int64(0)
+    for i in range(len(rows)):
+        r = rows[i]
+        if alive[r]:
+            continue
+        dk = code[np.int64(cols[r, 0]) - lo]
+        if arity > 1:
+            dk = dk * nv + code[np.int64(cols[r, 1]) - lo]
+        table[dk] = PREFILLED - r
+        room += 1
+    return lo, code, nv, table, room
