@@ -138,6 +138,14 @@ class Buckets:
 
     def probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         self.settle()
+        if len(self.runs) > 1 and len(q) > self.n:
+            # more probes than entries (a rederivation joining 230,000 suspects with a
+            # link index of 6,000 in eight runs): every run would be searched per probe
+            while len(self.runs) > 1:
+                (k2, v2), (k1, v1) = self.runs.pop(), self.runs.pop()
+                if k1.dtype != k2.dtype:
+                    k1, k2 = k1.astype(np.int64), k2.astype(np.int64)
+                self.runs.append(kernels.merge_runs(k1, v1, k2, v2))
         if len(q) > 512 and self.n > SORTED_PROBES:
             # sorted probes walk each run in order (cache-friendly binary searches); a run
             # that fits in cache gains nothing from it, and the sort costs a kill step dear
