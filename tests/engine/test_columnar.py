@@ -115,6 +115,24 @@ def test_stable_order_and_merge_runs_are_numpys(a: list, b: list, dtype: type, b
     assert np.array_equal(vals, np.concatenate([v1, v2])[order])
 
 
+def test_buckets_probed_by_more_than_they_hold_merge_their_runs() -> None:
+    """A probe of more keys than entries merges the runs first: the answer is the same."""
+    b = Buckets()
+    b.append(np.arange(20, dtype=np.int64) % 7, np.arange(20, dtype=np.int64))
+    b.probe(np.array([0]))  # one run of 20
+    b.append(np.array([3, 9], dtype=np.int64), np.array([100, 101], dtype=np.int64))
+    b.probe(np.array([0]))  # and one of 2 (20 > 4 * 2: kept apart)
+    assert len(b.runs) == 2
+    q = np.arange(30, dtype=np.int64) % 11
+    qi, vals = b.probe(q)
+    assert len(b.runs) == 1
+    model = {k: [v for v in range(20) if v % 7 == k] for k in range(7)}
+    model[3] = [*model[3], 100]
+    model[9] = [101]
+    want = sorted((i, v) for i, k in enumerate(q.tolist()) for v in model.get(k, []))
+    assert sorted(zip(qi.tolist(), vals.tolist(), strict=True)) == want
+
+
 def test_compaction_keeps_views_and_why_trees_exact() -> None:
     """Link flaps leave dead supports; once they outnumber the living they are compacted
     away, and every support lookup (why, the store's derivations) goes on working."""
