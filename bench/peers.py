@@ -91,19 +91,22 @@ def peak_growth(fn: Callable[[], Any]) -> tuple[Any, float, float]:
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    """(result, seconds) of ``fn()``, every object made before it frozen (``gc.freeze``).
+    """(result, seconds) of ``fn()`` with the cyclic collector paused, as ``timeit`` does.
 
     Why: the bench keeps networkx's answers (sets of a million tuples on a backbone) alive
-    beside the contenders, and a full collection that started inside a timed batch walked
-    those millions of objects: a few hundred milliseconds charged to whichever contender
-    happened to allocate then (the engine holds few Python objects). Frozen, the objects
-    made before a batch are left out of its collections; the collector still runs on what
-    the batch itself allocates, so a contender that allocates much (networkx) still pays
-    for it. Every contender is timed this way."""
-    gc.freeze()
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
+    beside the contenders, so a full collection that happens to start inside a timed batch
+    walks those millions of objects, a few hundred milliseconds charged to whichever
+    contender allocated last; the engine itself holds few Python objects. Every contender
+    is timed this way, and collections run between the timed calls."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        t = time.perf_counter()
+        out = fn()
+        return out, time.perf_counter() - t
+    finally:
+        if was:
+            gc.enable()
 
 
 def ms(x: float | None) -> str:
@@ -497,11 +500,10 @@ def render(results: dict) -> str:
          "this file is kept). Every number below was printed by that one run: contenders run "
          "in lockstep on the same batches in one process (Spark: the same local session), and "
          "after the first down batch of every workload each contender's `reachable` view is "
-         "compared with networkx's. Before every timed batch the objects already made are "
-         "frozen (`gc.freeze`): networkx's answers, a million tuples on a backbone, stay "
-         "alive beside the contenders, and a collection starting inside a batch walked them "
-         "all; each contender's collections are of what it allocates itself. p99 is the "
-         "nearest-rank 99th percentile, i.e. the slowest "
+         "compared with networkx's. Every batch of every contender is timed with Python's "
+         "cyclic collector paused, as `timeit` does (networkx's answers, a million tuples on "
+         "a backbone, stay alive beside them, and a collection starting inside a batch walked "
+         "them all). p99 is the nearest-rank 99th percentile, i.e. the slowest "
          "batch when a workload has fewer than 100 batches. Peak memory is the growth of the "
          "process's peak resident set (VmHWM) while materialising, not tracemalloc, which would "
          "slow the timed code; in this shared process freed memory is reused, so it is a lower "
