@@ -722,11 +722,13 @@ def counting_order(keys: np.ndarray, lo: np.int64, span: np.int64
 
 def stable_order(keys: np.ndarray) -> np.ndarray:
     """``np.argsort(keys, kind="stable")``, by ``counting_order`` when the keys' span is at
-    most twice their number (plus 64 Ki): a multimap's keys are rows, dense, so nearly always."""
+    most 32 times their number (plus 16 Ki): a multimap's keys are rows. Measured: 460,000
+    keys over 1.3 M rows 37 ms by argsort, 10 by counting; 50,000: 2.9 against 0.8; 10,000:
+    0.44 against 0.57."""
     if len(keys) < 64 or keys.dtype.kind != "i":
         return np.argsort(keys, kind="stable")
     lo, hi = int(keys.min()), int(keys.max())
-    if hi - lo > 2 * len(keys) + 65_536:
+    if hi - lo > 32 * len(keys) + 16_384:
         return np.argsort(keys, kind="stable")
     return counting_order(keys, np.int64(lo), np.int64(hi - lo + 1))
 
