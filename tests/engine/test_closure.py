@@ -307,3 +307,15 @@ def test_kills_through_offsets_match_the_oracle(name: str, initial: list, batche
                 _check_supports(state.extra["program"])
     finally:
         psn._Using.min_entries, psn._Using.share = real
+
+
+def test_a_stratum_derived_afresh_joins_a_relation_of_one_fact() -> None:
+    """The first round of a stratum derived afresh skips only rules joining an empty
+    relation: here most inputs go (so the stratum is derived afresh) and what remains
+    joins a relation left with one fact."""
+    plan = plan_program(parse_program("q(X,Y) :- e(X,Y), f(Y,Y)."))
+    start = _facts([("e", 0, 1), ("e", 1, 2), ("e", 2, 3), ("f", 1, 1), ("f", 3, 3)])
+    state = columnar.materialize(plan, start)
+    gone = _facts([("e", 0, 1), ("e", 1, 2), ("f", 1, 1)])
+    columnar.apply(state, [("-", f) for f in gone])
+    assert {f.args for f in state.views().get("q", [])} == {(2, 3)}

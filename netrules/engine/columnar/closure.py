@@ -37,7 +37,8 @@ from netrules.lang import ast
 if TYPE_CHECKING:
     from netrules.engine.columnar.psn import ColumnarProgram, _Changes, _Rule
 
-__all__ = ["LinearClosure", "Prefill", "DENSE", "DENSE_MAX", "MAX_ROWS", "MAX_WORK"]
+__all__ = ["LinearClosure", "Prefill", "DENSE", "DENSE_MAX", "MAX_ROWS", "MAX_WORK",
+           "PREFILL_SLOTS"]
 
 #: Heads are told apart by a dense table (value codes) from the start when it has at most
 #: this many slots; up to ``DENSE_MAX`` slots, once the heads met fill an eighth of it.
@@ -50,6 +51,9 @@ MAX_WORK = 20_000
 #: backbone's millions of pairs) every head's probe of the relation's map misses the cache,
 #: and the vectorised rounds measured faster (americas k=100 and partitions, up and down).
 MAX_ROWS = 1 << 18
+#: A rederivation takes the prefilled table (``Prefill``) when it has at most this many
+#: slots a suspect.
+PREFILL_SLOTS = 64
 
 
 @dataclass(frozen=True)
@@ -302,8 +306,11 @@ class LinearClosure:
         rel = prog.rels[self.name]
         if not self.prefill or not len(allowed):
             return None
+        # a table of more than PREFILL_SLOTS slots a suspect costs more to fill than it
+        # saves (americas: 1.3 M slots, 1-2 ms, against a single link's few hundred suspects)
+        slots = min(self.dense_max, PREFILL_SLOTS * len(allowed))
         lo, code_of, nv, table, room = kernels.prefill_table(
-            rel.cols, allowed.astype(np.int64), rel.alive, np.int64(self.dense_max))
+            rel.cols, allowed.astype(np.int64), rel.alive, np.int64(slots))
         if not nv:
             return None
         return Prefill(int(lo), code_of, int(nv), table, int(room))

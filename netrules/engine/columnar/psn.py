@@ -152,7 +152,7 @@ class _Using:
     #: indexes of more entries than this take offsets (tests lower it to take them always)
     min_entries = SORTED_PROBES
     #: ... once the kill has asked more than 1/share of their entries
-    share = 256
+    share = 64
 
     def __init__(self, sup: Supports) -> None:
         self.sup = sup
@@ -392,7 +392,8 @@ class ColumnarProgram:
             rel.set_dead(rows)
             rel.nsup[rows] = 0
         added = {n: self.rels[n].alive_rows() for n in below}
-        self._seminaive(srels, rules, {n: r for n, r in added.items() if len(r)}, ch)
+        self._seminaive(srels, rules, {n: r for n, r in added.items() if len(r)}, ch,
+                        afresh=True)
         self._flush()
         for name in srels:
             rel = self.rels[name]
@@ -602,7 +603,7 @@ class ColumnarProgram:
         return tab if keep.all() else tab.take(np.flatnonzero(keep))
 
     def _round(self, srels: frozenset[str], rules: list[_Rule], deltas: dict[str, np.ndarray],
-               only: dict[str, _Suspects] | None = None
+               only: dict[str, _Suspects] | None = None, skip_empty: bool = False
                ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:
         self._mark_delta(deltas)
         new, old = self._new(), self._old()
@@ -613,12 +614,15 @@ class ColumnarProgram:
                     rows = deltas.get(atom.relation)
                     if rows is None or not len(rows):
                         continue
-                    if any(not self.rels[a.relation].count for j, a in enumerate(r.atoms)
-                           if j != i):
-                        # another atom reads an empty relation (both views: the old one is
-                        # alive rows less this round's delta): nothing to derive; the first
-                        # round of a stratum derived afresh meets this for every rule
-                        # reading the stratum, a join each for nothing
+                    if skip_empty and any(not self.rels[a.relation].count
+                                          for j, a in enumerate(r.atoms) if j != i):
+                        # another atom reads a relation with no fact (both views: the old
+                        # one is alive rows less this round's delta): nothing to derive; the
+                        # first round of a stratum derived afresh meets this for every rule
+                        # reading the stratum, a join each for nothing. Only there: a load's
+                        # first round meets it too, and its join makes the relation's index
+                        # while it is empty, which a later batch would build over a
+                        # backbone's 1.3 M rows (9 ms)
                         continue
                     tab = self.start(r.rule, atom, rows, i)
 
@@ -678,15 +682,19 @@ class ColumnarProgram:
     def _seminaive(self, srels: frozenset[str], rules: list[_Rule],
                    deltas: dict[str, np.ndarray], ch: _Changes,
                    only: dict[str, _Suspects] | None = None,
-                   first: list | None = None) -> None:
+                   first: list | None = None, afresh: bool = False) -> None:
+        """Semi-naive rounds from ``deltas`` (``afresh``: the stratum was just emptied to be
+        derived again, so its first round skips rules joining an empty relation)."""
         lc = self.closures.get(srels)
+        tried = False  # the prefilled table, asked for once: the suspects do not change
         while deltas or first:
             pre = None
             if (lc is not None and not first and deltas.keys() == {lc.name}
-                    and only is not None and lc.name in only):
+                    and only is not None and lc.name in only and not tried):
                 # a rederivation: its heads in a dense table of the suspects, and every
                 # round in one compiled call whatever the sizes (closure.Prefill)
                 pre = lc.prefilled(self, only[lc.name].rows)
+                tried = True
             if pre is not None or (
                     lc is not None and not first and deltas.keys() == {lc.name}
                     and len(deltas[lc.name]) <= lc.max_work and lc.fits(self)):
@@ -711,8 +719,8 @@ class ColumnarProgram:
                 if rounds:
                     continue
             self.stats["rounds"] += 1
-            cands = self._round(srels, rules, deltas, only) + (first or [])
-            first = None
+            cands = self._round(srels, rules, deltas, only, afresh) + (first or [])
+            first, afresh = None, False
             deltas = self._admit(cands, ch)
             deltas = {k: v for k, v in deltas.items() if len(v)}
 
