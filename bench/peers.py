@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,25 @@ def peak_growth(fn: Callable[[], Any]) -> tuple[Any, float, float]:
     out = fn()
     sec = time.perf_counter() - t
     return out, sec, max(0, _status("VmHWM") - base) / 2**20
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """(result, seconds) of ``fn()`` with the cyclic collector paused, as ``timeit`` does.
+
+    Why: the bench keeps networkx's answers (sets of a million tuples on a backbone) alive
+    beside the contenders, so a full collection that happens to start inside a timed batch
+    walks those millions of objects, a few hundred milliseconds charged to whichever
+    contender allocated last; the engine itself holds few Python objects. Every contender
+    is timed this way, and collections run between the timed calls."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        t = time.perf_counter()
+        out = fn()
+        return out, time.perf_counter() - t
+    finally:
+        if was:
+            gc.enable()
 
 
 def ms(x: float | None) -> str:
@@ -163,6 +183,11 @@ class NetworkxFull:
                     self.D.remove_edge(f.args[0], f.args[1])
             else:
                 self.D.add_edge(f.args[0], f.args[1])
+
+    def step(self, batch: Batch) -> set[tuple]:
+        """One batch, then the recompute: what a timed networkx batch is."""
+        self.apply(batch)
+        return self.reachable()
 
     def reachable(self) -> set[tuple]:
         import networkx as nx
@@ -287,15 +312,11 @@ def bench_topology(label: str, spec: str, args: argparse.Namespace, spark: Any) 
                 for name in strategies:
                     if not runs(name, wl, i):
                         continue
-                    t = time.perf_counter()
-                    d = get(name).apply(states[name], batch)
-                    sec = time.perf_counter() - t
+                    d, sec = timed(partial(get(name).apply, states[name], batch))
                     series[name].add(wl.name, sec, d.stats.added + d.stats.removed, len(batch))
                 if cap["networkx"] is None or i < cap["networkx"]:
-                    t = time.perf_counter()
-                    nxf.apply(batch)
-                    got = nxf.reachable()
-                    series["networkx"].add(wl.name, time.perf_counter() - t, 0, len(batch))
+                    got, sec = timed(partial(nxf.step, batch))
+                    series["networkx"].add(wl.name, sec, 0, len(batch))
                     if half == "down" and i == 0:
                         for name in strategies:
                             if runs(name, wl, i):
@@ -304,9 +325,7 @@ def bench_topology(label: str, spec: str, args: argparse.Namespace, spark: Any) 
                     nxf.apply(batch)
                 if spark_engine is not None and wl is wls[0]:
                     with count_jobs(spark) as jobs:
-                        t = time.perf_counter()
-                        d = spark_engine.apply(batch)
-                        sec = time.perf_counter() - t
+                        d, sec = timed(partial(spark_engine.apply, batch))
                     series["spark_engine"].add(wl.name, sec, d.stats.added + d.stats.removed,
                                                len(batch), d.stats.spark_jobs or jobs.jobs)
         line = [f"  {wl.name}:"]
@@ -481,7 +500,10 @@ def render(results: dict) -> str:
          "this file is kept). Every number below was printed by that one run: contenders run "
          "in lockstep on the same batches in one process (Spark: the same local session), and "
          "after the first down batch of every workload each contender's `reachable` view is "
-         "compared with networkx's. p99 is the nearest-rank 99th percentile, i.e. the slowest "
+         "compared with networkx's. Every batch of every contender is timed with Python's "
+         "cyclic collector paused, as `timeit` does (networkx's answers, a million tuples on "
+         "a backbone, stay alive beside them, and a collection starting inside a batch walked "
+         "them all). p99 is the nearest-rank 99th percentile, i.e. the slowest "
          "batch when a workload has fewer than 100 batches. Peak memory is the growth of the "
          "process's peak resident set (VmHWM) while materialising, not tracemalloc, which would "
          "slow the timed code; in this shared process freed memory is reused, so it is a lower "

@@ -50,6 +50,7 @@ __all__ = ["BaseLedger", "Update", "Stamp"]
 
 Stamp = tuple[float, int, str, int]
 Update = tuple  # (sign, fact) | (sign, fact, time, seq) | (sign, fact, time, seq, source)
+_MISSING = object()  # a relation whose register getter is not made yet
 
 
 class _Tie:
@@ -114,6 +115,7 @@ class BaseLedger:
         self.lifetimes: dict[str, float] = dict(lifetimes or {})
         self.regs: dict[tuple, _Write] = {}
         self._regf: dict[str, Callable[[tuple], tuple] | None] = {}
+        self._picks: dict[str, tuple[int, Callable[[tuple], tuple]] | None] = {}
         self.clock = 0.0
         self.arrivals = 0
         self.last = Counter[str]()  # the last batch's stale updates: duplicates, superseded
@@ -159,6 +161,16 @@ class BaseLedger:
         def reg(args: tuple) -> tuple:
             return (rel, args) if top >= len(args) else (rel, pick(args))
         return reg
+
+    def _pick_of(self, rel: str) -> tuple[int, Callable[[tuple], tuple]] | None:
+        """``_reg_of``'s parts for ``_run`` to build a register inline: (the highest key
+        position, a getter of the key's values), None for a register of all arguments."""
+        pos = self.keys.get(rel)
+        if pos is None:
+            return None
+        pick = itemgetter(*pos) if len(pos) > 1 else (lambda a: (a[pos[0]],)) if pos else (
+            lambda a: ())
+        return max(pos, default=-1), pick
 
     def _live(self, w: _Write | None, clock: float) -> Fact | None:
         """The fact a register holds at ``clock`` (None: deleted, or expired soft state)."""
@@ -219,33 +231,52 @@ class BaseLedger:
             self.clock, self.arrivals, self.last = saved
 
     def _run(self, batch: Iterable[Update], *, write: bool) -> tuple[set[Fact], set[Fact]]:
+        """The registers a batch writes, and what appeared and vanished.
+
+        The loop is the per-update fixed cost of every batch (a 224-link partition spent
+        0.4 ms here, a sixth of its batch), so it keeps to locals: the plain case is inlined,
+        the register is built inline from a per-relation key getter, a write is made by
+        ``tuple.__new__`` (a named tuple's own constructor is a Python frame) and a fact is
+        compared with another only when both exist (``Fact.__eq__`` is a Python frame too)."""
         before: dict[tuple, Fact | None] = {}
         now: dict[tuple, _Write] = {}
         stale: Counter[str] = Counter()
-        start = self.clock
-        regs, order_of, reg_of, live = self.regs, self._order, self._reg, self._live
+        start = clock = self.clock
+        arrivals = self.arrivals
+        regs, order_of, live = self.regs, self._order, self._live
+        picks = self.__dict__.setdefault("_picks", {})  # (a ledger pickled before it had one)
         soft = bool(self.lifetimes)
-        for item in batch:
-            if len(item) > 2 and item[2] is not None:
-                sign, fact, order = order_of(item)
-            else:  # ``_order``'s plain case, inline: most updates of a batch take it
-                sign, fact = item[0], item[1]
-                self.arrivals += 1
-                order = ((self.clock, self.arrivals, "", 0), sign == "-", _Tie(fact))
-            reg = reg_of(fact)
-            old = now.get(reg)
-            if old is None:
-                old = regs.get(reg)
-                if reg not in before:
-                    before[reg] = live(old, start) if soft else (
-                        old.fact if old is not None and old.sign == "+" else None)
-            seen = (old is not None and old.inserted) or sign == "+"
-            if old is not None and order <= old.order:
-                stale["duplicates" if order == old.order else "superseded"] += 1
-                if seen != old.inserted:
-                    now[reg] = _Write(old.order, old.sign, old.fact, True)
-                continue
-            now[reg] = _Write(order, sign, fact, seen)
+        write_of, tie, missing = tuple.__new__, _Tie, _MISSING
+        try:
+            for item in batch:
+                if len(item) > 2 and item[2] is not None:
+                    sign, fact, order = order_of(item)
+                    clock = self.clock
+                else:  # ``_order``'s plain case, inline: most updates of a batch take it
+                    sign, fact = item[0], item[1]
+                    arrivals += 1
+                    order = ((clock, arrivals, "", 0), sign == "-", tie(fact))
+                rel, args = fact.relation, fact.args
+                spec = picks.get(rel, missing)
+                if spec is missing:
+                    spec = picks[rel] = self._pick_of(rel)
+                reg = (rel, args) if spec is None or spec[0] >= len(args) else (
+                    rel, spec[1](args))
+                old = now.get(reg)
+                if old is None:
+                    old = regs.get(reg)
+                    if reg not in before:
+                        before[reg] = live(old, start) if soft else (
+                            old.fact if old is not None and old.sign == "+" else None)
+                seen = (old is not None and old.inserted) or sign == "+"
+                if old is not None and order <= old.order:
+                    stale["duplicates" if order == old.order else "superseded"] += 1
+                    if seen != old.inserted:
+                        now[reg] = write_of(_Write, (old.order, old.sign, old.fact, True))
+                    continue
+                now[reg] = write_of(_Write, (order, sign, fact, seen))
+        finally:
+            self.arrivals = arrivals
         if self.lifetimes and self.clock > start:  # soft state the clock moved past expires
             for reg, w in self.regs.items():
                 if reg not in now and w.fact.relation in self.lifetimes:
@@ -256,11 +287,15 @@ class BaseLedger:
         for reg, w in now.items():
             was = before[reg]
             is_ = live(w, clock) if soft else (w.fact if w.sign == "+" else None)
-            if was is not is_ and was != is_:
-                if was is not None:
-                    vanished.add(was)
-                if is_ is not None:
-                    appeared.add(is_)
+            if was is is_:
+                continue
+            if was is None:
+                appeared.add(is_)
+            elif is_ is None:
+                vanished.add(was)
+            elif was != is_:
+                vanished.add(was)
+                appeared.add(is_)
         if write:
             self.regs.update(now)
         self.last = stale

@@ -37,7 +37,8 @@ from netrules.lang import ast
 if TYPE_CHECKING:
     from netrules.engine.columnar.psn import ColumnarProgram, _Changes, _Rule
 
-__all__ = ["LinearClosure", "DENSE", "DENSE_MAX", "MAX_ROWS", "MAX_WORK"]
+__all__ = ["LinearClosure", "Prefill", "DENSE", "DENSE_MAX", "MAX_ROWS", "MAX_WORK",
+           "PREFILL_SLOTS"]
 
 #: Heads are told apart by a dense table (value codes) from the start when it has at most
 #: this many slots; up to ``DENSE_MAX`` slots, once the heads met fill an eighth of it.
@@ -50,6 +51,9 @@ MAX_WORK = 20_000
 #: backbone's millions of pairs) every head's probe of the relation's map misses the cache,
 #: and the vectorised rounds measured faster (americas k=100 and partitions, up and down).
 MAX_ROWS = 1 << 18
+#: A rederivation takes the prefilled table (``Prefill``) when it has at most this many
+#: slots a suspect.
+PREFILL_SLOTS = 64
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,30 @@ def _from_head(head: ast.Atom, r_atom: ast.Atom, bv: dict[str, int]
     return (key, tuple(r_src)) if key else None
 
 
+@dataclass
+class Prefill:
+    """A rederivation's dense table of heads (``LinearClosure.prefilled``).
+
+    Why: on a backbone a rederivation is tens of rounds over hundreds of thousands of
+    suspects, too many for the sorted suspects and R's map (millions of slots) to be probed
+    per candidate head, so those rounds ran vectorised (americas, ten links down: 72 rounds, a
+    third of the batch). Values are coded by the suspects' own values (any other value takes
+    the last code, ``nv - 1``, whose entries all say "not new"), and ``table`` holds per pair
+    of codes ``kernels.PREFILLED - row`` for a dead suspect, -2 for anything else: a candidate
+    head is told apart by one look-up in a table of a few megabytes."""
+
+    lo: int
+    code_of: np.ndarray  # value - lo -> code
+    nv: int
+    table: np.ndarray  # int32, nv ** arity slots; the kernel writes it: used by one run
+    room: int  # how many rows the table allows (dead suspects): the most facts a run makes
+
+    def code(self, v: np.ndarray) -> np.ndarray:
+        span = len(self.code_of)
+        inside = (v >= self.lo) & (v < self.lo + span)
+        return np.where(inside, self.code_of[np.clip(v - self.lo, 0, span - 1)], self.nv - 1)
+
+
 class LinearClosure:
     """The compiled closure of one stratum; ``run`` replaces the rounds after the first."""
 
@@ -143,6 +171,7 @@ class LinearClosure:
         self.dense, self.dense_max = DENSE, DENSE_MAX
         self.fill = 8  # the dense table takes over once heads met pass 1/fill of its slots
         self.max_work, self.max_rows = MAX_WORK, MAX_ROWS
+        self.prefill = True  # rederivations by a prefilled dense table (``Prefill``)
         #: rules whose rederivation step ``rederive`` solves (all linear ones, or none)
         self.rederives = frozenset(lin.rule_id for lin in rules) if all(
             lin.from_head is not None for lin in rules) else frozenset()
@@ -196,11 +225,13 @@ class LinearClosure:
                 np.concatenate(rows).astype(np.int64), np.concatenate(vals))
 
     def run(self, prog: ColumnarProgram, seeds: np.ndarray, ch: _Changes,
-            allowed: np.ndarray | None) -> tuple[int, np.ndarray]:
+            allowed: np.ndarray | None, pre: Prefill | None = None) -> tuple[int, np.ndarray]:
         """Derive everything the stratum's relation gains from ``seeds`` (rows just made
         alive), as the rounds of ``_seminaive`` would; ``allowed``: the sorted rows a head
         may be (a rederivation's suspects), None for any. Returns the rounds run and the
-        frontier left to the vectorised rounds (rows alive, not expanded yet; ``MAX_WORK``)."""
+        frontier left to the vectorised rounds (rows alive, not expanded yet; ``MAX_WORK``).
+        With ``pre`` (made for ``allowed``, used once) every round runs here, whatever its
+        width and the relation's size: no map or sorted array is probed then."""
         rel = prog.rels[self.name]
         m = rel.map
         boff, bkey, brow, bval = self._below(prog)
@@ -219,22 +250,30 @@ class LinearClosure:
         # ever holds a seed's value); coded densely when their pairs fit a small table
         scols = rel.cols[seeds].astype(np.int64)
         used = sorted({slot for lin in self.rules for src, slot in lin.head if src == 0})
-        universe = np.unique(np.concatenate([bval[:, used].ravel(), scols.ravel()]))
-        nv = len(universe)
-        if nv ** rel.arity > self.dense_max:
-            nv = 0
-            bcode, scode = bval, scols
+        unused = [p for p in range(2) if p not in used]
+        if pre is not None:  # a rederivation: every round in the kernel (``Prefill``)
+            bcode, scode, nv, table = pre.code(bval), pre.code(scols), pre.nv, pre.table
+            bcode[:, unused] = 0
+            start, max_work = True, np.int64(1 << 62)
         else:
-            bcode = np.searchsorted(universe, bval)
-            bcode[:, [p for p in range(2) if p not in used]] = 0
-            scode = np.searchsorted(universe, scols)
+            table = np.empty(0, np.int32)
+            universe = np.unique(np.concatenate([bval[:, used].ravel(), scols.ravel()]))
+            nv = len(universe)
+            if nv ** rel.arity > self.dense_max:
+                nv = 0
+                bcode, scode = bval, scols
+            else:
+                bcode = np.searchsorted(universe, bval)
+                bcode[:, unused] = 0
+                scode = np.searchsorted(universe, scols)
+            start, max_work = nv ** rel.arity <= self.dense, np.int64(self.max_work)
         # the map's arrays are read, never written: a probe of R's rows by packed key
         frow, fcol, frank, fcount, sup, rounds, left = kernels.linear_closure(
             seeds, rel.cols, rel.rank, rel.alive, m.table, m.vals,
             np.int64(m.mask), m.shift, boff, bkey, brow, bval, rjoin, hsrc, hidx,
             allow.astype(np.int64), restrict, np.int64(prog.k), bcode, scode, np.int64(nv),
-            nv ** rel.arity <= self.dense, np.int64(nv ** rel.arity // self.fill),
-            np.int64(self.max_work))
+            start, np.int64(nv ** rel.arity // self.fill), max_work, table,
+            np.int64(pre.room if pre is not None else 0))
         ns = len(seeds)
         sf, sr, sb, sd = sup[:, 0], sup[:, 1], sup[:, 2], sup[:, 3]
         if len(frow) == ns:
@@ -260,6 +299,21 @@ class LinearClosure:
         rid = np.array([lin.rule_id for lin in self.rules], dtype=np.int32)[sr]
         prog._made.append((gid(code, frow[sf]), rid, body))
         return rounds, frow[left:] if left >= 0 else frow[:0]
+
+    def prefilled(self, prog: ColumnarProgram, allowed: np.ndarray) -> Prefill | None:
+        """The dense table of a run restricted to ``allowed`` rows (a rederivation's
+        suspects; ``Prefill``), or None where it would pass ``dense_max`` slots."""
+        rel = prog.rels[self.name]
+        if not self.prefill or not len(allowed):
+            return None
+        # a table of more than PREFILL_SLOTS slots a suspect costs more to fill than it
+        # saves (americas: 1.3 M slots, 1-2 ms, against a single link's few hundred suspects)
+        slots = min(self.dense_max, PREFILL_SLOTS * len(allowed))
+        lo, code_of, nv, table, room = kernels.prefill_table(
+            rel.cols, allowed.astype(np.int64), rel.alive, np.int64(slots))
+        if not nv:
+            return None
+        return Prefill(int(lo), code_of, int(nv), table, int(room))
 
     def rederive(self, prog: ColumnarProgram, heads: np.ndarray
                  ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:

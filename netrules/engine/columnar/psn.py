@@ -37,7 +37,7 @@ from netrules.engine.columnar.joins import (
     head_columns,
 )
 from netrules.engine.columnar.keys import Pairs
-from netrules.engine.columnar.relation import KeyedRows, Relation, RowSet
+from netrules.engine.columnar.relation import SORTED_PROBES, KeyedRows, Relation, RowSet
 from netrules.engine.columnar.supports import Supports, gid, split_gid
 from netrules.engine.columnar.values import Values
 from netrules.errors import EngineError
@@ -48,8 +48,9 @@ __all__ = ["ColumnarProgram", "unsupported", "DEFAULT_K"]
 
 DEFAULT_K = 2
 #: A stratum is derived afresh when a batch removes more than this share of the facts it
-#: reads from below (``ColumnarProgram._recompute_pays``).
-RECOMPUTE = 0.5
+#: reads from below (``ColumnarProgram._recompute_pays``): the first where the compiled
+#: closure derives it afresh (``LinearClosure.fits``), the second elsewhere.
+RECOMPUTE = (0.1, 0.5)
 
 
 def unsupported(plan: Plan) -> str | None:
@@ -135,6 +136,62 @@ class _Suspects:
         return self._keyed.find(cols)
 
 
+class _Using:
+    """``Supports.using`` for one kill, with a body relation's index probed through offsets
+    by key (``kernels.dense_offsets``) once the kill has asked it more than 1/256 of its
+    entries (measured on americas' ten-link batches against 1/32 and 1/2048: their downs
+    took 356-396 ms of CPU at 1/32, 316-346 at the others).
+
+    Why: on a backbone a kill step is a binary search per frontier fact in a run of millions
+    of entries, a cache miss at every step (americas, ten links down: 230,000 suspects, 50 ms
+    of probes); offsets cost one pass over the run and its key range, then two reads a
+    fact. Built for the kill under way and dropped with it (nothing is appended to the
+    index while a kill runs), so they cost no memory between batches; an index of up to
+    ``SORTED_PROBES`` entries sits in cache and keeps its searches."""
+
+    #: indexes of more entries than this take offsets (tests lower it to take them always)
+    min_entries = SORTED_PROBES
+    #: ... once the kill has asked more than 1/share of their entries
+    share = 64
+
+    def __init__(self, sup: Supports) -> None:
+        self.sup = sup
+        self.asked: dict[int, int] = {}
+        self.offsets: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+
+    def __call__(self, gids: np.ndarray) -> np.ndarray:
+        sup = self.sup
+        if not len(gids) or not sup.count:
+            return np.empty(0, np.int64)
+        code, rows = split_gid(gids)
+        lo, hi = int(code.min()), int(code.max())
+        parts = []
+        for c in (lo,) if lo == hi else np.unique(code).tolist():
+            sel = rows if lo == hi else rows[code == c]
+            dense = self._dense(c, len(sel))
+            if dense is None:
+                parts.append(sup.using(gid(c, sel)))
+                continue
+            for off, vals in dense:
+                sids = kernels.expand_dense(off, vals, sel)[1]
+                parts.append(sids[sup.alive[sids]])
+        if not parts:
+            return np.empty(0, np.int64)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def _dense(self, code: int, asked: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        if code in self.offsets:
+            return self.offsets[code]
+        b = self.sup.by_body.get(code)
+        self.asked[code] = total = self.asked.get(code, 0) + asked
+        if b is None or b.n <= self.min_entries or total * self.share <= b.n:
+            return None
+        b.settle()
+        self.offsets[code] = [(kernels.dense_offsets(k, np.int64(int(k[-1]) + 1)), v)
+                              for k, v in b.runs if len(k)]
+        return self.offsets[code]
+
+
 class _Rule:
     """A rule compiled once: a Join per delta atom and one from the head (rederivation)."""
 
@@ -162,7 +219,8 @@ class ColumnarProgram:
         if not 1 <= k <= 127:
             raise EngineError(f"k={k}: the columnar engine keeps 1 to 127 supports a fact")
         self.plan, self.k = plan, k
-        self.recompute = RECOMPUTE
+        kernels.warm()
+        self.recompute: float | tuple[float, float] = RECOMPUTE
         self.values = Values()
         self.pairs = Pairs()
         self.rels: dict[str, Relation] = {}
@@ -313,7 +371,11 @@ class ColumnarProgram:
         if not killed or not any(self.rels[n].count for n in srels):
             return False
         standing = sum(self.rels[n].count for n in below)
-        return killed > self.recompute * (standing + killed)
+        share = self.recompute
+        if isinstance(share, tuple):
+            lc = self.closures.get(srels)
+            share = share[0 if lc is not None and lc.fits(self) else 1]
+        return killed > share * (standing + killed)
 
     def _recompute(self, srels: frozenset[str], rules: list[_Rule], below: set[str],
                    ch: _Changes) -> None:
@@ -329,7 +391,8 @@ class ColumnarProgram:
             rel.set_dead(rows)
             rel.nsup[rows] = 0
         added = {n: self.rels[n].alive_rows() for n in below}
-        self._seminaive(srels, rules, {n: r for n, r in added.items() if len(r)}, ch)
+        self._seminaive(srels, rules, {n: r for n, r in added.items() if len(r)}, ch,
+                        afresh=True)
         self._flush()
         for name in srels:
             rel = self.rels[name]
@@ -402,8 +465,9 @@ class ColumnarProgram:
         redundant link going down raises the rank of most facts it supported."""
         codes = np.array(sorted(self.codes[n] for n in srels), dtype=np.int64)
         found: dict[str, list[np.ndarray]] = {}
+        using = _Using(self.supports)
         while len(frontier) or (first is not None and len(first)):
-            sids = self.supports.using(frontier)
+            sids = using(frontier)
             if first is not None:
                 sids = np.concatenate([sids, first[self.supports.alive[first]]])
                 first = None
@@ -538,7 +602,7 @@ class ColumnarProgram:
         return tab if keep.all() else tab.take(np.flatnonzero(keep))
 
     def _round(self, srels: frozenset[str], rules: list[_Rule], deltas: dict[str, np.ndarray],
-               only: dict[str, _Suspects] | None = None
+               only: dict[str, _Suspects] | None = None, skip_empty: bool = False
                ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:
         self._mark_delta(deltas)
         new, old = self._new(), self._old()
@@ -548,6 +612,16 @@ class ColumnarProgram:
                 for i, atom in enumerate(r.atoms):
                     rows = deltas.get(atom.relation)
                     if rows is None or not len(rows):
+                        continue
+                    if skip_empty and any(not self.rels[a.relation].count
+                                          for j, a in enumerate(r.atoms) if j != i):
+                        # another atom reads a relation with no fact (both views: the old
+                        # one is alive rows less this round's delta): nothing to derive; the
+                        # first round of a stratum derived afresh meets this for every rule
+                        # reading the stratum, a join each for nothing. Only there: a load's
+                        # first round meets it too, and its join makes the relation's index
+                        # while it is empty, which a later batch would build over a
+                        # backbone's 1.3 M rows (9 ms)
                         continue
                     tab = self.start(r.rule, atom, rows, i)
 
@@ -607,23 +681,36 @@ class ColumnarProgram:
     def _seminaive(self, srels: frozenset[str], rules: list[_Rule],
                    deltas: dict[str, np.ndarray], ch: _Changes,
                    only: dict[str, _Suspects] | None = None,
-                   first: list | None = None) -> None:
+                   first: list | None = None, afresh: bool = False) -> None:
+        """Semi-naive rounds from ``deltas`` (``afresh``: the stratum was just emptied to be
+        derived again, so its first round skips rules joining an empty relation)."""
         lc = self.closures.get(srels)
+        tried = False  # the prefilled table, asked for once: the suspects do not change
         while deltas or first:
+            pre = None
             if (lc is not None and not first and deltas.keys() == {lc.name}
+                    and only is not None and lc.name in only and not tried):
+                # a rederivation: its heads in a dense table of the suspects, and every
+                # round in one compiled call whatever the sizes (closure.Prefill)
+                pre = lc.prefilled(self, only[lc.name].rows)
+                tried = True
+            if pre is not None or (
+                    lc is not None and not first and deltas.keys() == {lc.name}
                     and len(deltas[lc.name]) <= lc.max_work and lc.fits(self)):
                 # every round left is a linear rule's: compiled calls (closure.py) while
                 # the frontier is narrow, vectorised rounds while it is wide
+                assert lc is not None
                 allowed = None
                 if only is not None:
                     keyed = only.get(lc.name)
                     if keyed is None:
                         return
-                    if len(keyed.rows) > lc.max_work:  # many suspects: vectorised rounds
-                        lc = None
+                    if pre is None and len(keyed.rows) > lc.max_work:
+                        lc = None  # many suspects: vectorised rounds
                         continue
-                    allowed = np.sort(keyed.rows)  # a _Suspects: its keys never built
-                rounds, wide = lc.run(self, deltas[lc.name], ch, allowed)
+                    # a _Suspects: its keys never built; sorted for the kernel's search
+                    allowed = keyed.rows if pre is not None else np.sort(keyed.rows)
+                rounds, wide = lc.run(self, deltas[lc.name], ch, allowed, pre)
                 self.stats["rounds"] += rounds
                 if not len(wide):
                     return
@@ -631,8 +718,8 @@ class ColumnarProgram:
                 if rounds:
                     continue
             self.stats["rounds"] += 1
-            cands = self._round(srels, rules, deltas, only) + (first or [])
-            first = None
+            cands = self._round(srels, rules, deltas, only, afresh) + (first or [])
+            first, afresh = None, False
             deltas = self._admit(cands, ch)
             deltas = {k: v for k, v in deltas.items() if len(v)}
 

@@ -135,17 +135,25 @@ class Buckets:
             keys = np.concatenate([k for k, _ in self.pending])
             vals = np.concatenate([v for _, v in self.pending])
         self.pending = []
-        order = np.argsort(keys, kind="stable")
+        order = kernels.stable_order(keys)
         runs = self.runs
         runs.append((keys[order], vals[order]))
         while len(runs) > 1 and len(runs[-2][0]) <= MERGE * len(runs[-1][0]):
             (k2, v2), (k1, v1) = runs.pop(), runs.pop()
-            keys, vals = np.concatenate([k1, k2]), np.concatenate([v1, v2])
-            order = np.argsort(keys, kind="stable")  # two sorted runs: a linear merge
-            runs.append((keys[order], vals[order]))
+            if k1.dtype != k2.dtype:
+                k1, k2 = k1.astype(np.int64), k2.astype(np.int64)
+            runs.append(kernels.merge_runs(k1, v1, k2, v2))
 
     def probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         self.settle()
+        if len(self.runs) > 1 and len(q) > self.n:
+            # more probes than entries (a rederivation joining 230,000 suspects with a
+            # link index of 6,000 in eight runs): every run would be searched per probe
+            while len(self.runs) > 1:
+                (k2, v2), (k1, v1) = self.runs.pop(), self.runs.pop()
+                if k1.dtype != k2.dtype:
+                    k1, k2 = k1.astype(np.int64), k2.astype(np.int64)
+                self.runs.append(kernels.merge_runs(k1, v1, k2, v2))
         if len(q) > 512 and self.n > SORTED_PROBES:
             # sorted probes walk each run in order (cache-friendly binary searches); a run
             # that fits in cache gains nothing from it, and the sort costs a kill step dear

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from netrules.engine.columnar import kernels
 from netrules.engine.columnar.relation import Buckets, grow
 
 __all__ = ["Supports", "gid", "split_gid"]
@@ -197,11 +198,8 @@ class Supports:
         n = self.n
         if not n:
             return
-        hc = self.head_code[self.rule[:n]]
-        mine = hc == codes[0] if len(codes) == 1 else np.isin(hc, codes)
-        mine &= self.alive[:n]
-        self.alive[:n][mine] = False
-        self.count -= int(np.count_nonzero(mine))
+        self.count -= int(kernels.drop_heads(self.rule, self.head_code, self.alive, np.int64(n),
+                                             np.array(codes, dtype=np.int64)))
         for c in codes:
             if c in self.first:
                 self.first[c][:] = -1
@@ -249,21 +247,9 @@ class Supports:
         newid = np.full(self.n, -1, np.int64)
         newid[keep] = np.arange(len(keep))
         # each fact's block start moves to its first surviving support
-        first = {}
-        for c, arr in self.first.items():
-            rows = np.flatnonzero(arr >= 0)
-            s0 = arr[rows]
-            heads = gid(c, rows)
-            best = np.full(len(rows), -1, np.int64)
-            for j in range(self.k - 1, -1, -1):
-                cand = s0 + j
-                ok = cand < self.n
-                good = np.zeros(len(rows), bool)
-                good[ok] = self.alive[cand[ok]] & (self.heads(cand[ok]) == heads[ok])
-                best[good] = newid[cand[good]]
-            out = np.full(len(arr), -1, np.int32)
-            out[rows] = best
-            first[c] = out
+        first = {c: kernels.first_kept(arr, self.alive, self.head, self.rule, self.head_code,
+                                       np.int64(c), np.int64(self.k), np.int64(self.n), newid)
+                 for c, arr in self.first.items()}
         head, rule, body = self.head[keep], self.rule[keep], self.body[keep]
         touched, k, codes = self.touched, self.k, (self.head_code, self.body_code)
         by_body = self.by_body
