@@ -87,7 +87,7 @@ class AggRule:
         argument copies (the aggregate's its variable's): a binding is a row, and its head
         is the row's columns rearranged, with no join (``_binding_heads``)."""
         body = self.rule.body
-        if len(body) != 1 or not isinstance(body[0], ast.Atom):
+        if len(body) != 1 or not isinstance(body[0], ast.Atom) or self.agg.var is None:
             return None
         names = [t.name if isinstance(t, ast.Var) else None for t in body[0].args]
         if None in names or "_" in names or len(set(names)) != len(names):
