@@ -762,6 +762,9 @@ def least_keyed_lists(head: np.ndarray, tail: np.ndarray, nil: np.int64, cells: 
         if less == 1:
             best[g] = i
     return best
+
+
+@njit(cache=True, nogil=True)
 def counting_order(keys: np.ndarray, lo: np.int64, span: np.int64
                    ) -> np.ndarray:  # pragma: no cover - compiled
     """The stable sorting permutation of integer ``keys`` that all lie in ``lo..lo+span-1``:
