@@ -119,6 +119,7 @@ class BaseLedger:
         self.clock = 0.0
         self.arrivals = 0
         self.last = Counter[str]()  # the last batch's stale updates: duplicates, superseded
+        self._orphans: set[tuple] | None = set()  # registers of pending deletions
 
     @classmethod
     def for_plan(cls, plan: object) -> BaseLedger:
@@ -202,7 +203,19 @@ class BaseLedger:
 
     def pending_deletions(self) -> dict[Fact, int]:
         """Deletions of facts no insertion has reached (orphans), each counted once."""
-        return {w.fact: 1 for w in self.regs.values() if w.sign == "-" and not w.inserted}
+        regs = self.regs
+        return {regs[reg].fact: 1 for reg in self._orphan_regs()}
+
+    def _orphan_regs(self) -> set[tuple]:
+        """The registers whose latest write is a pending deletion, kept up to date by every
+        write: every batch reports their number, and a scan of all registers for it cost a
+        backbone's single-link batch 0.3 ms. Rebuilt once where a restored or unpickled
+        ledger has none."""
+        orphans = self.__dict__.get("_orphans")
+        if orphans is None:
+            orphans = self._orphans = {reg for reg, w in self.regs.items()
+                                       if w.sign == "-" and not w.inserted}
+        return orphans
 
     # -- writing -------------------------------------------------------------------------
     def _order(self, item: Update) -> tuple[str, Fact, tuple]:
@@ -284,7 +297,13 @@ class BaseLedger:
                     now[reg] = w
         appeared, vanished = set(), set()
         clock = self.clock
+        orphans = self._orphan_regs() if write else None
         for reg, w in now.items():
+            if orphans is not None:
+                if w.sign == "-" and not w.inserted:
+                    orphans.add(reg)
+                elif orphans:
+                    orphans.discard(reg)
             was = before[reg]
             is_ = live(w, clock) if soft else (w.fact if w.sign == "+" else None)
             if was is is_:
@@ -316,6 +335,7 @@ class BaseLedger:
         self.clock = float(snap.get("clock", 0.0))
         self.arrivals = int(snap.get("arrivals", 0))
         self.regs = {}
+        self._orphans = None
         for fj, sign, t, n, src, seq, inserted in snap.get("regs", []):
             f = Fact.from_json(fj)
             order = ((float(t), int(n), str(src), int(seq)), sign == "-", _Tie(f))
@@ -325,4 +345,5 @@ class BaseLedger:
         """An independent ledger in the same state (to roll back a failed batch)."""
         other = BaseLedger(self.keys, self.lifetimes)
         other.regs, other.clock, other.arrivals = dict(self.regs), self.clock, self.arrivals
+        other._orphans = set(self._orphan_regs())
         return other
