@@ -77,22 +77,32 @@ class Supports:
             b = body[at]
             self.body_code[new, : body.shape[1]] = np.where(b >= 0, b >> _ROW_BITS, -1)
 
-    def _index(self, ids: np.ndarray, body: np.ndarray) -> None:
-        for j in range(body.shape[1]):
-            col = body[:, j]
-            used = col >= 0
-            if not used.all():
-                col, sid = col[used], ids[used]
-            else:
-                sid = ids
-            if not len(col):
+    def _index(self, ids: np.ndarray, body: np.ndarray, used: list[list[int]],
+               brows: np.ndarray) -> None:
+        """Index supports ``ids`` by each body column's facts; ``used`` per column: the least
+        and largest relation code in it and how many entries are not -1; ``brows`` the body
+        rows by column."""
+        for j, (lo, hi, count) in enumerate(used):
+            if not count:
                 continue
-            code, rows = split_gid(col)
-            lo, hi = int(code.min()), int(code.max())
-            for c in (lo,) if lo == hi else np.unique(code).tolist():
-                sel = slice(None) if lo == hi else code == c
-                self.by_body.setdefault(c, Buckets()).append(rows[sel].astype(np.int32),
-                                                             sid[sel])
+            rows, sid = brows[j], ids
+            if count < len(rows):
+                keep = rows >= 0
+                rows, sid = rows[keep], ids[keep]
+            if lo == hi:
+                b = self.by_body.get(lo)
+                if b is None:
+                    b = self.by_body[lo] = Buckets()
+                b.append(rows, sid)
+                continue
+            col = body[:, j]
+            code = (col[col >= 0] if count < len(col) else col) >> _ROW_BITS
+            for c in np.unique(code).tolist():
+                sel = code == c
+                b = self.by_body.get(c)
+                if b is None:
+                    b = self.by_body[c] = Buckets()
+                b.append(rows[sel], sid[sel])
 
     def heads(self, sids: np.ndarray) -> np.ndarray:
         """Head gids of the given supports."""
@@ -112,7 +122,7 @@ class Supports:
             arr = self.first[code] = grown
         return arr
 
-    def add(self, head: np.ndarray, rule: np.ndarray, body: np.ndarray) -> np.ndarray:
+    def add(self, head: np.ndarray, rule: np.ndarray | int, body: np.ndarray) -> np.ndarray:
         """Append supports; each head's supports must come together, adjacent, and be all
         the supports it is given (a fact gets its kept supports when it becomes alive)."""
         m = len(head)
@@ -122,23 +132,33 @@ class Supports:
         if start + m >= 2**31:
             raise OverflowError("more than 2**31 supports in one columnar program")
         self._reserve(start + m)
-        r = np.broadcast_to(np.asarray(rule, dtype=np.int64), (m,))
-        if int(r.max()) >= len(self.head_code) or (self.head_code[r] < 0).any():
+        if isinstance(rule, (int, np.integer)):
+            r = np.full(m, rule, dtype=np.int64)
+            lo = hi = int(rule)
+        else:
+            r = np.asarray(rule, dtype=np.int64)
+            lo, hi = int(r.min()), int(r.max())
+        if hi >= len(self.head_code) or (
+                self.head_code[lo] < 0 if lo == hi else (self.head_code[r] < 0).any()):
             self._learn(head, r, body)
-        ids = np.arange(start, start + m, dtype=np.int64)
-        self.head[ids] = head & _ROW_MASK
-        self.rule[ids] = rule
-        self.body[ids, : body.shape[1]] = np.where(body >= 0, body & _ROW_MASK, -1)
-        self.alive[ids] = True
+        head = np.ascontiguousarray(head, dtype=np.int64)
+        body = np.ascontiguousarray(body, dtype=np.int64)
+        used = np.empty((body.shape[1], 3), dtype=np.int64)
+        brows = np.empty((body.shape[1], m), dtype=np.int32)
+        starts = kernels.store_supports(head, r, body, np.int64(start), self.head, self.rule,
+                                        self.body, self.alive, used, brows)
         self.n += m
         self.count += m
-        self._index(ids, body)
-        starts = np.flatnonzero(np.r_[True, head[1:] != head[:-1]])
-        code, rows = split_gid(head[starts])
-        for c in np.unique(code).tolist():
-            sel = code == c
-            arr = self._first_of_code(c, int(rows[sel].max()) + 1)
-            arr[rows[sel]] = ids[starts[sel]]
+        ids = np.arange(start, start + m, dtype=np.int64)
+        self._index(ids, body, used.tolist(), brows)
+        first = head[starts]
+        code, rows = first >> _ROW_BITS, first & _ROW_MASK
+        lo, hi = int(code.min()), int(code.max())
+        for c in (lo,) if lo == hi else np.unique(code).tolist():
+            at = starts if lo == hi else starts[code == c]
+            crow = rows if lo == hi else rows[code == c]
+            arr = self._first_of_code(c, int(crow.max()) + 1)
+            arr[crow] = at + start
         self.touched.append(head)
         return ids
 
@@ -203,6 +223,14 @@ class Supports:
         for c in codes:
             if c in self.first:
                 self.first[c][:] = -1
+        # a body relation only rules of the dropped heads read now indexes dead supports
+        # alone: its index is emptied, not renumbered entry by entry (a stratum derived
+        # afresh is most of the supports, so this is most of the compaction's work)
+        dropped = np.isin(self.head_code, codes)
+        for c in list(self.by_body):
+            readers = (self.body_code == c).any(axis=1)
+            if readers.any() and dropped[readers].all():
+                del self.by_body[c]
         self.compact()  # now, while every entry it renumbers is one it drops
 
     def first_of(self, heads: np.ndarray) -> np.ndarray:
