@@ -43,3 +43,16 @@ def test_a_contender_that_disagrees_is_reported(peers, monkeypatch) -> None:
     monkeypatch.setattr(peers, "reach_of", lambda state: set(list(real(state))[1:]))
     res = peers.bench_topology("fat-tree", "fattree:4", _args(), None)
     assert res["exact"] is False
+
+
+def test_batch_pairs_runs_a_workload_pair_beside_networkx() -> None:
+    """bench/batch_pairs.py (the A/B harness docs/engine.md quotes) runs as a user runs it."""
+    import subprocess
+
+    script = PEERS.parent / "batch_pairs.py"
+    out = subprocess.run([sys.executable, str(script), "--pairs", "fattree:4=partition",
+                          "--reps", "3"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    line = out.stdout.strip().splitlines()[-1]
+    assert line.startswith("fattree:4 partition") and "columnar down" in line
+    assert "networkx down" in line
