@@ -251,7 +251,6 @@ class BaseLedger:
         the register is built inline from a per-relation key getter, a write is made by
         ``tuple.__new__`` (a named tuple's own constructor is a Python frame) and a fact is
         compared with another only when both exist (``Fact.__eq__`` is a Python frame too)."""
-        before: dict[tuple, Fact | None] = {}
         now: dict[tuple, _Write] = {}
         stale: Counter[str] = Counter()
         start = clock = self.clock
@@ -278,9 +277,6 @@ class BaseLedger:
                 old = now.get(reg)
                 if old is None:
                     old = regs.get(reg)
-                    if reg not in before:
-                        before[reg] = live(old, start) if soft else (
-                            old.fact if old is not None and old.sign == "+" else None)
                 seen = (old is not None and old.inserted) or sign == "+"
                 if old is not None and order <= old.order:
                     stale["duplicates" if order == old.order else "superseded"] += 1
@@ -293,7 +289,6 @@ class BaseLedger:
         if self.lifetimes and self.clock > start:  # soft state the clock moved past expires
             for reg, w in self.regs.items():
                 if reg not in now and w.fact.relation in self.lifetimes:
-                    before[reg] = self._live(w, start)
                     now[reg] = w
         appeared, vanished = set(), set()
         clock = self.clock
@@ -304,7 +299,10 @@ class BaseLedger:
                     orphans.add(reg)
                 elif orphans:
                     orphans.discard(reg)
-            was = before[reg]
+            # what the register held before the batch: ``regs`` is written only below
+            old = regs.get(reg)
+            was = live(old, start) if soft else (
+                old.fact if old is not None and old.sign == "+" else None)
             is_ = live(w, clock) if soft else (w.fact if w.sign == "+" else None)
             if was is is_:
                 continue
