@@ -43,3 +43,22 @@ def test_base_facts_encoded_once_give_the_same_views() -> None:
         assert not state.views().get("reachable")
         columnar.apply(state, [("+", f) for f in facts])
         assert state.views() == want
+
+
+def test_a_relation_given_two_widths_in_one_batch_is_refused_and_nothing_is_lost() -> None:
+    """Base facts of a relation the program does not read reach the columns unchecked by
+    arity; a batch giving one two widths is an error naming the relation, and the engine
+    keeps what it held (the rows are packed flat: a ragged batch must not be misread)."""
+    from netrules.engine.engine import Engine
+    from netrules.lang.parse import parse_program
+
+    plan = plan_program(parse_program("r(@X,Y) :- l(@X,Y)."))
+    eng = Engine(plan, "columnar")
+    eng.apply([("+", Fact("l", ("a", "b")))])
+    before = eng.views()
+    with pytest.raises(EngineError, match="z with different numbers of arguments"):
+        eng.apply([("+", Fact("l", ("c", "d"))), ("+", Fact("z", (1, 2))),
+                   ("+", Fact("z", (1, 2, 3)))])
+    assert eng.views() == before
+    eng.apply([("+", Fact("l", ("c", "d")))])
+    assert {f.args for f in eng.views()["r"]} == {("a", "b"), ("c", "d")}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from netrules.engine.strategies.base import (
     State,
     check_batch,
 )
+from netrules.errors import EngineError
 from netrules.facts import Fact, Value
 from netrules.plan import Plan
 
@@ -183,8 +185,16 @@ def _group(prog: ColumnarProgram, facts: Iterable[Fact], memo: dict[tuple, list[
         if ids is None:
             ids = memo[key] = prog.encode([f.args], len(f.args))[0].tolist()
         by.setdefault(f.relation, []).append(ids)
-    return {r: np.array(rows, dtype=np.int64).reshape(len(rows), len(rows[0]))
-            for r, rows in by.items()}
+    # one flat pass (np.array over a list of lists walks each row as a sequence: 60 µs
+    # against 39 for a 224-link batch)
+    out = {}
+    for r, rows in by.items():
+        width = len(rows[0])
+        if sum(map(len, rows)) != len(rows) * width:
+            raise EngineError(f"facts of {r} with different numbers of arguments in one batch")
+        out[r] = np.fromiter(chain.from_iterable(rows), dtype=np.int64,
+                             count=len(rows) * width).reshape(len(rows), width)
+    return out
 
 
 def _checked(plan: Plan, batch: list[tuple]) -> list[tuple]:
