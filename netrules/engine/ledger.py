@@ -93,6 +93,20 @@ class _Tie:
         self.fact, self._key = fact, None
 
 
+class _Unique:
+    """The fact-order slot of a plain update's write. A plain stamp carries an arrival number
+    no other write has (timed stamps carry 0), so no comparison of two writes ever reaches
+    this slot: the ``_Tie`` made per plain update was a tenth of the ledger's time."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "_UNIQUE"  # unpickled as the one instance
+
+
+_UNIQUE = _Unique()
+
+
 class _Write(NamedTuple):
     """A register's latest write (a named tuple: made once per update, and a frozen
     dataclass's ``__init__`` was a third of the ledger's time)."""
@@ -258,7 +272,7 @@ class BaseLedger:
         regs, order_of, live = self.regs, self._order, self._live
         picks = self.__dict__.setdefault("_picks", {})  # (a ledger pickled before it had one)
         soft = bool(self.lifetimes)
-        write_of, tie, missing = tuple.__new__, _Tie, _MISSING
+        write_of, unique, missing = tuple.__new__, _UNIQUE, _MISSING
         try:
             for item in batch:
                 if len(item) > 2 and item[2] is not None:
@@ -267,7 +281,7 @@ class BaseLedger:
                 else:  # ``_order``'s plain case, inline: most updates of a batch take it
                     sign, fact = item[0], item[1]
                     arrivals += 1
-                    order = ((clock, arrivals, "", 0), sign == "-", tie(fact))
+                    order = ((clock, arrivals, "", 0), sign == "-", unique)
                 rel, args = fact.relation, fact.args
                 spec = picks.get(rel, missing)
                 if spec is missing:

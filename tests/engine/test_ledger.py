@@ -236,3 +236,18 @@ def test_a_tied_stamp_goes_to_the_deletion_then_the_larger_fact() -> None:
             assert led.present() == set()
             led.apply([("+", link("a", "b", 0), 5.0, 1)])  # the deletion still wins the tie
             assert led.present() == set()
+
+
+def test_plain_writes_survive_pickle_and_keep_arrival_order() -> None:
+    """A plain update's write has no fact order of its own (its arrival number is unique);
+    a pickled ledger (as regions are) keeps that and later plain updates still win."""
+    import pickle
+
+    led = BaseLedger()
+    led.apply([("+", link("a", "b")), ("+", link("a", "c"))])
+    led.apply([("-", link("a", "b"))])
+    again = pickle.loads(pickle.dumps(led))
+    assert again.present() == {link("a", "c")}
+    assert again.apply([("+", link("a", "b")), ("-", link("a", "b"))]) == (set(), set())
+    assert again.apply([("-", link("a", "c")), ("+", link("a", "c"))]) == (set(), set())
+    assert again.present() == {link("a", "c")} and again.pending_deletions() == {}
