@@ -62,3 +62,49 @@ def test_a_relation_given_two_widths_in_one_batch_is_refused_and_nothing_is_lost
     assert eng.views() == before
     eng.apply([("+", Fact("l", ("c", "d")))])
     assert {f.args for f in eng.views()["r"]} == {("a", "b"), ("c", "d")}
+
+
+_EVENTS_AFTER_WARM = """
+import sys
+import numba
+from netrules import programs
+from netrules.engine.columnar import kernels
+from netrules.engine.strategies import columnar
+from netrules.plan import plan_program
+from topologies import link_facts, load_topology
+
+facts = link_facts(load_topology("fattree:4"))
+state = columnar.materialize(plan_program(programs.load(sys.argv[1])), facts)
+
+def loaded():
+    return {n: len(k.signatures) for n in dir(kernels)
+            if isinstance(k := getattr(kernels, n), numba.core.registry.CPUDispatcher)}
+
+before = loaded()
+pairs = {}
+for f in facts:
+    pairs.setdefault(tuple(sorted(f.args[:2])), []).append(f)
+links = sorted(pairs)
+for chosen in (links[:1], links[3:5], links[::2]):  # one link, two, half: derived afresh
+    batch = [f for lk in chosen for f in pairs[lk]]
+    columnar.apply(state, [("-", f) for f in batch])
+    columnar.apply(state, [("+", f) for f in batch])
+print({n: c - before.get(n, 0) for n, c in loaded().items() if c != before.get(n, 0)})
+"""
+
+
+@pytest.mark.parametrize("program", ["reachability", "best_routes"])
+def test_link_events_load_no_compiled_kernel_a_program_did_not_warm(program: str) -> None:
+    """Every kernel a link event calls is loaded when the program is made (``kernels.warm``
+    or the load): a first link down that loaded its own paid 18-20 ms once per process.
+    A kernel's signatures only grow, so none may be added by the events; in a fresh
+    interpreter, since other tests of this process load kernels too."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", _EVENTS_AFTER_WARM, program], cwd=root,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "{}"

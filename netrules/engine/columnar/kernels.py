@@ -937,6 +937,20 @@ def warm() -> None:
                np.int64(4), i64)
     expand_dense(dense_offsets(i32, np.int64(1)), i32, i64)
     prefill_table(np.zeros((4, 2), np.int32), i64, flags, np.int64(16))
+    # what a program's first deletion calls (finding the vanished rows, the kill, the first
+    # rederivation step): 18-20 ms the first link down of a process paid (peers' k=1 p99)
+    table, shift = np.full(4, EMPTY, np.int64), np.uint64(62)
+    lookup(table, i32, np.int64(3), shift, i64[:0], np.int64(-1))
+    for width in (np.int64, np.int32):  # rows of ids as the batch gives them / as stored
+        chain_keys(table, i32, np.int64(3), shift, np.zeros((0, 3), width))
+    zero = np.int64(0)  # and an arg-min's first choice among list payloads (best routes)
+    least_keyed_lists(i32, i32, zero, zero, zero, i64, i64[:0], i64[:0], i64[:0], zero)
+    expand(i32, i32, i32[:0])
+    kill_step(i64[:0], flags, i16, i32, i64, one, np.zeros(4, np.int8), flags, flags, flags)
+    pairs = np.zeros((1, 2), np.int64)
+    linear_rederive(i64[:0], np.zeros((4, 2), np.int32), i32, flags, table, i32,
+                    np.int64(3), shift, np.zeros(2, np.int64), i64, i64,
+                    np.zeros((4, 2), np.int64), pairs, pairs, pairs)
 
 
 @njit(cache=True, nogil=True)
