@@ -19,7 +19,7 @@ __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", 
            "lookup", "chain_keys", "linear_closure", "linear_rederive", "counting_order",
            "stable_order", "merge_runs", "drop_heads", "first_kept", "warm",
            "dense_offsets", "expand_dense", "prefill_table", "get_or_add", "chain_intern",
-           "least_keyed_lists", "store_supports"]
+           "least_keyed_lists", "store_supports", "hide_all"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -870,6 +870,29 @@ def first_kept(first: np.ndarray, alive: np.ndarray, head: np.ndarray, rule: np.
 
 
 @njit(cache=True, nogil=True)
+def hide_all(n: np.int64, alive: np.ndarray, nsup: np.ndarray, touched: np.ndarray,
+             tbefore: np.ndarray) -> tuple:  # pragma: no cover - compiled
+    """Hide every alive row among the first ``n`` and clear its kept-support count, marking
+    the rows the batch had not touched yet touched ("alive before"); returns those rows and
+    how many were hidden. A stratum derived afresh starts so: six array passes over every
+    row of the relation and their temporaries in one."""
+    first = np.empty(n, dtype=np.int64)
+    f = 0
+    hidden = 0
+    for r in range(n):
+        if alive[r]:
+            alive[r] = False
+            nsup[r] = 0
+            hidden += 1
+            if not touched[r]:
+                touched[r] = True
+                tbefore[r] = True
+                first[f] = r
+                f += 1
+    return first[:f], hidden
+
+
+@njit(cache=True, nogil=True)
 def store_supports(head: np.ndarray, rule: np.ndarray, body: np.ndarray, start: np.int64,
                    s_head: np.ndarray, s_rule: np.ndarray, s_body: np.ndarray,
                    s_alive: np.ndarray, codes: np.ndarray, brows: np.ndarray
@@ -947,6 +970,7 @@ def warm() -> None:
     least_keyed_lists(i32, i32, zero, zero, zero, i64, i64[:0], i64[:0], i64[:0], zero)
     expand(i32, i32, i32[:0])
     kill_step(i64[:0], flags, i16, i32, i64, one, np.zeros(4, np.int8), flags, flags, flags)
+    hide_all(np.int64(0), flags, np.zeros(4, np.int8), flags, flags)
     pairs = np.zeros((1, 2), np.int64)
     linear_rederive(i64[:0], np.zeros((4, 2), np.int32), i32, flags, table, i32,
                     np.int64(3), shift, np.zeros(2, np.int64), i64, i64,

@@ -386,10 +386,11 @@ class ColumnarProgram:
         self.supports.drop_heads(codes)
         for name in srels:
             rel = self.rels[name]
-            rows = rel.alive_rows()
-            ch.touch(rel, rows)
-            rel.set_dead(rows)
-            rel.nsup[rows] = 0
+            first, hidden = kernels.hide_all(np.int64(rel.n), rel.alive, rel.nsup,
+                                             rel.touched, rel.tbefore)
+            if len(first):
+                ch.rows.setdefault(name, []).append(first)
+            rel.count -= int(hidden)
         added = {n: self.rels[n].alive_rows() for n in below}
         self._seminaive(srels, rules, {n: r for n, r in added.items() if len(r)}, ch,
                         afresh=True)
