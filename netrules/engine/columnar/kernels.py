@@ -313,6 +313,20 @@ def best_supports(rows: np.ndarray, rank: np.ndarray, order: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
+def _hide(r: np.int64, alive: np.ndarray, touched: np.ndarray, tbefore: np.ndarray,
+          first: np.ndarray, f: np.int64) -> np.int64:  # pragma: no cover - compiled
+    """Hide alive row ``r``; where the batch had not touched it yet, mark it touched ("alive
+    before") and append it to ``first`` at ``f``. Returns the new length of ``first``."""
+    alive[r] = False
+    if not touched[r]:
+        touched[r] = True
+        tbefore[r] = True
+        first[f] = r
+        f += 1
+    return f
+
+
+@njit(cache=True, nogil=True)
 def kill_step(sids: np.ndarray, s_alive: np.ndarray, s_rule: np.ndarray, s_head: np.ndarray,
               head_code: np.ndarray, code: np.int64, nsup: np.ndarray, alive: np.ndarray,
               touched: np.ndarray, tbefore: np.ndarray) -> tuple:  # pragma: no cover
@@ -339,14 +353,9 @@ def kill_step(sids: np.ndarray, s_alive: np.ndarray, s_rule: np.ndarray, s_head:
         k += 1
         nsup[r] -= 1
         if nsup[r] <= 0 and alive[r]:
-            alive[r] = False
             gone[g] = r
             g += 1
-            if not touched[r]:
-                touched[r] = True
-                tbefore[r] = True
-                first[f] = r
-                f += 1
+            f = _hide(r, alive, touched, tbefore, first, f)
     return gone[:g], first[:f], heads[:k]
 
 
@@ -881,14 +890,9 @@ def hide_all(n: np.int64, alive: np.ndarray, nsup: np.ndarray, touched: np.ndarr
     hidden = 0
     for r in range(n):
         if alive[r]:
-            alive[r] = False
             nsup[r] = 0
             hidden += 1
-            if not touched[r]:
-                touched[r] = True
-                tbefore[r] = True
-                first[f] = r
-                f += 1
+            f = _hide(r, alive, touched, tbefore, first, f)
     return first[:f], hidden
 
 
