@@ -906,9 +906,9 @@ def store_supports(head: np.ndarray, rule: np.ndarray, body: np.ndarray, start: 
     the index) and is made alive. Returns the index of the first support of each head's
     block; ``codes`` (w x 3, filled here) is per body column the least and largest relation
     code used and how many entries use it, so the caller indexes a column of one relation
-    (the usual case) with no split. A dozen array passes
-    and their temporaries were 120 µs a call whatever the size (a stratum derived afresh
-    makes two or three calls)."""
+    (the usual case) with no split. A dozen array passes and their temporaries were 120 µs
+    a call whatever the size (a stratum derived afresh makes two or three calls). The row
+    bits are ``supports._ROW_BITS`` (34)."""
     m, w = body.shape
     mask = np.int64((1 << 34) - 1)
     for j in range(w):

@@ -90,19 +90,20 @@ class Supports:
                 keep = rows >= 0
                 rows, sid = rows[keep], ids[keep]
             if lo == hi:
-                b = self.by_body.get(lo)
-                if b is None:
-                    b = self.by_body[lo] = Buckets()
-                b.append(rows, sid)
+                self._bucket(lo).append(rows, sid)
                 continue
             col = body[:, j]
             code = (col[col >= 0] if count < len(col) else col) >> _ROW_BITS
             for c in np.unique(code).tolist():
                 sel = code == c
-                b = self.by_body.get(c)
-                if b is None:
-                    b = self.by_body[c] = Buckets()
-                b.append(rows[sel], sid[sel])
+                self._bucket(c).append(rows[sel], sid[sel])
+
+    def _bucket(self, code: int) -> Buckets:
+        """The index of supports by body fact of relation ``code``, made on first use."""
+        b = self.by_body.get(code)
+        if b is None:
+            b = self.by_body[code] = Buckets()
+        return b
 
     def heads(self, sids: np.ndarray) -> np.ndarray:
         """Head gids of the given supports."""
