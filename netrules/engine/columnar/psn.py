@@ -36,10 +36,11 @@ from netrules.engine.columnar.joins import (
     compile_join,
     head_columns,
 )
-from netrules.engine.columnar.keys import Pairs
+from netrules.engine.columnar.keys import Pairs, distinct
 from netrules.engine.columnar.relation import SORTED_PROBES, KeyedRows, Relation, RowSet
 from netrules.engine.columnar.supports import Supports, gid, split_gid
 from netrules.engine.columnar.values import Values
+from netrules.engine.ledger import BaseLedger
 from netrules.errors import EngineError
 from netrules.lang import ast
 from netrules.plan import Plan
@@ -192,6 +193,36 @@ class _Using:
         return self.offsets[code]
 
 
+def _one_derivation(srels: frozenset[str], rules: list[_Rule], plan: Plan) -> bool:
+    """Whether every fact of the stratum has at most one derivation, so a fact whose kept
+    support died is gone and its rederivation would search for nothing: each relation is
+    derived by one rule, whose body is one atom from below (and conditions), every argument
+    of it a constant or a variable the head carries as it is, or of a base relation's
+    declared key (with ``keys(1,2)`` the ledger holds one link a source and destination).
+    The head fixes the body fact then: a localised rule's copy of a link
+    (``linkD(@Z,S) :- link(@S,Z,C)``), whose rederivation joins were a tenth of a
+    partition's batch."""
+    keyed = BaseLedger.for_plan(plan).keys  # the ledger's own keys: one fact per key
+    by_head: dict[str, int] = {}
+    for r in plan.rules:
+        by_head[r.head.relation] = by_head.get(r.head.relation, 0) + 1
+    for r in rules:
+        rule = r.rule
+        if rule.delete or by_head.get(rule.head.relation) != 1 or len(r.atoms) != 1:
+            return False
+        if any(isinstance(b, ast.Negation | ast.PathAtom) for b in rule.body):
+            return False
+        (atom,) = r.atoms
+        carried = {t.name for t in rule.head.args if isinstance(t, ast.Var)}
+        fixed = [isinstance(t, ast.Const) or (isinstance(t, ast.Var) and t.name != "_"
+                                             and t.name in carried) for t in atom.args]
+        key = keyed.get(atom.relation) if atom.relation not in plan.derived else None
+        if atom.relation in srels or not (all(fixed) or (
+                key is not None and all(p < len(fixed) and fixed[p] for p in key))):
+            return False
+    return True
+
+
 class _Rule:
     """A rule compiled once: a Join per delta atom and one from the head (rederivation)."""
 
@@ -252,6 +283,9 @@ class ColumnarProgram:
             self.rules.append(compiled)
             self.aggs.append(aggs)
         self.supports = Supports(width, k)
+        self.final_kill = {srels for (_s, srels), rules in zip(self.strata, self.rules,
+                                                                 strict=True)
+                           if rules and _one_derivation(srels, rules, plan)}
         self.closures: dict[frozenset[str], LinearClosure] = {}
         for (_s, srels), rules in zip(self.strata, self.rules, strict=True):
             lc = LinearClosure.of(srels, rules, plan.arity) if rules else None
@@ -305,14 +339,14 @@ class ColumnarProgram:
             for name, cols in vanished.items():
                 rel = self.relation(name, cols.shape[1])
                 rows = rel.find(cols)
-                rows = np.unique(rows[rows >= 0])
+                rows = distinct(rows[rows >= 0])
                 rows = rows[rel.alive[rows]]
                 ch.touch(rel, rows)
                 rel.set_dead(rows)
                 ch.kill(name, rows)
             for name, cols in appeared.items():
                 rel = self.relation(name, cols.shape[1])
-                rows = np.unique(rel.rows_for(cols))
+                rows = distinct(rel.rows_for(cols))
                 rows = rows[~rel.alive[rows]]
                 ch.touch(rel, rows)
                 rel.set_alive(rows)
@@ -354,7 +388,8 @@ class ColumnarProgram:
         if suspects:
             for name, rows in suspects.items():
                 ch.kill(name, rows)
-            self._rederive(srels, rules, suspects, ch)
+            if srels not in self.final_kill:
+                self._rederive(srels, rules, suspects, ch)
         added: dict[str, np.ndarray] = {}
         for name in below:
             add, _ = ch.net(self.rels[name])
@@ -367,8 +402,11 @@ class ColumnarProgram:
 
     def _recompute_pays(self, srels: frozenset[str], below: set[str], killed: int) -> bool:
         """Whether deriving the stratum afresh beats maintaining it: when the batch took away
-        a large share of what the stratum is derived from (see ``RECOMPUTE``)."""
-        if not killed or not any(self.rels[n].count for n in srels):
+        a large share of what the stratum is derived from (see ``RECOMPUTE``). Never for a
+        stratum of one derivation a fact (``final_kill``): its kill is exact and costs what
+        it kills, where deriving afresh costs every fact."""
+        if not killed or srels in self.final_kill or not any(self.rels[n].count
+                                                             for n in srels):
             return False
         standing = sum(self.rels[n].count for n in below)
         share = self.recompute

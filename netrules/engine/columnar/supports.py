@@ -227,10 +227,11 @@ class Supports:
         # a body relation only rules of the dropped heads read now indexes dead supports
         # alone: its index is emptied, not renumbered entry by entry (a stratum derived
         # afresh is most of the supports, so this is most of the compaction's work)
-        dropped = np.isin(self.head_code, codes)
+        # (over the rules' codes as lists: a few rules, and numpy's isin was 0.1 ms a call)
+        heads, bodies, gone = self.head_code.tolist(), self.body_code.tolist(), set(codes)
         for c in list(self.by_body):
-            readers = (self.body_code == c).any(axis=1)
-            if readers.any() and dropped[readers].all():
+            readers = {h for h, b in zip(heads, bodies, strict=True) if c in b}
+            if readers and readers <= gone:
                 del self.by_body[c]
         self.compact()  # now, while every entry it renumbers is one it drops
 
