@@ -53,11 +53,35 @@ def spark():
     session.stop()
 
 
-def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
-    """How many random differential cases ran (issue 19 asks CI for at least 10,000)."""
+_WORKER_CASES = pytest.StashKey[int]()  # the controller's sum of its workers' counts
+
+
+def _cases_here() -> int:
+    """Random differential cases this process checked."""
     import sys
 
     mod = sys.modules.get("tests.engine.test_differential")
-    if mod is not None and mod.CASES[0]:
-        terminalreporter.write_line(f"random differential cases checked against the oracle: "
-                                    f"{mod.CASES[0]:,}")
+    return mod.CASES[0] if mod is not None else 0
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker reports its count to the controller."""
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["differential_cases"] = _cases_here()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # noqa: ANN001 - xdist's hook, controller side
+    cfg = node.config
+    cfg.stash[_WORKER_CASES] = cfg.stash.get(_WORKER_CASES, 0) + int(
+        getattr(node, "workeroutput", {}).get("differential_cases", 0))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
+    """How many random differential cases ran (issue 19 asks CI for at least 10,000), summed
+    over xdist's workers when the suite runs on them."""
+    cases = _cases_here() + terminalreporter.config.stash.get(_WORKER_CASES, 0)
+    if cases:
+        terminalreporter.write_line(
+            f"random differential cases checked against the oracle: {cases:,}")

@@ -123,6 +123,9 @@ ONE_DERIVATION = {
     "keyed": ("c(@D,S) :- link(@S,D,C).", "1,2", True),
     # a key the head does not carry fixes nothing
     "keyed projection": ("c(@S) :- link(@S,D,C).", "1,2", False),
+    # a derived body: m(a,b) killed by a link's key replacement is rederived in the same
+    # batch, and c(a,b) must be rederived with it
+    "derived body": ("m(@S,D) :- link(@S,D,C).\nc(@S,D) :- m(@S,D).", "1,2", False),
     # two rules for one head: either keeps it
     "two rules": ("c(@S,D) :- link(@S,D,C).\nc(@D,S) :- link(@S,D,C).", "1,2,3", False),
 }

@@ -196,9 +196,9 @@ class _Using:
 def _one_derivation(srels: frozenset[str], rules: list[_Rule], plan: Plan) -> bool:
     """Whether every fact of the stratum has at most one derivation, so a fact whose kept
     support died is gone and its rederivation would search for nothing: each relation is
-    derived by one rule, whose body is one atom from below (and conditions), every argument
-    of it a constant or a variable the head carries as it is, or of a base relation's
-    declared key (with ``keys(1,2)`` the ledger holds one link a source and destination).
+    derived by one rule, whose body is one base fact (and conditions), every argument of it
+    a constant or a variable the head carries as it is, or of the relation's declared key
+    (with ``keys(1,2)`` the ledger holds one link a source and destination).
     The head fixes the body fact then: a localised rule's copy of a link
     (``linkD(@Z,S) :- link(@S,Z,C)``), whose rederivation joins were a tenth of a
     partition's batch."""
@@ -216,8 +216,13 @@ def _one_derivation(srels: frozenset[str], rules: list[_Rule], plan: Plan) -> bo
         carried = {t.name for t in rule.head.args if isinstance(t, ast.Var)}
         fixed = [isinstance(t, ast.Const) or (isinstance(t, ast.Var) and t.name != "_"
                                              and t.name in carried) for t in atom.args]
-        key = keyed.get(atom.relation) if atom.relation not in plan.derived else None
-        if atom.relation in srels or not (all(fixed) or (
+        # a base body only: a derived fact killed below may come back in the same batch
+        # (rederived, or made again by a lower stratum), and a head it held up must then
+        # be rederived (routing_loop's ``loop(@S,D) :- fwd(@S,D,S)`` lost loops)
+        if atom.relation in plan.derived:
+            return False
+        key = keyed.get(atom.relation)
+        if not (all(fixed) or (
                 key is not None and all(p < len(fixed) and fixed[p] for p in key))):
             return False
     return True
