@@ -151,14 +151,15 @@ def check_batch(plan: Plan, batch: Iterable[tuple]) -> list[tuple]:
     """Validate a batch against the plan: signs, base relations only, arities. Items are
     ``(sign, fact)`` or carry an event time and sequence too (``ledger.Update``)."""
     out = []
+    derived, arity = plan.derived, plan.arity  # (``derived`` is built on each read)
     for i, item in enumerate(batch):
         sign, fact = item[0], item[1]
         if sign not in ("+", "-"):
             raise EngineError(f"update {i}: sign must be '+' or '-', not {sign!r}")
-        if fact.relation in plan.derived:
+        if fact.relation in derived:
             raise EngineError(f"update {i}: {fact} changes derived relation {fact.relation}; "
                               "only base relations take updates")
-        want = plan.arity.get(fact.relation)
+        want = arity.get(fact.relation)
         if want is not None and want != len(fact.args):
             raise EngineError(f"update {i}: {fact} has {len(fact.args)} arguments, "
                               f"{fact.relation} takes {want}")
