@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netrules.engine.columnar import kernels
-from netrules.engine.columnar.keys import pack
+from netrules.engine.columnar.keys import distinct, pack
 from netrules.engine.columnar.supports import gid
 from netrules.lang import ast
 
@@ -257,7 +257,7 @@ class LinearClosure:
             start, max_work = True, np.int64(1 << 62)
         else:
             table = np.empty(0, np.int32)
-            universe = np.unique(np.concatenate([bval[:, used].ravel(), scols.ravel()]))
+            universe = distinct(np.concatenate([bval[:, used].ravel(), scols.ravel()]))
             nv = len(universe)
             if nv ** rel.arity > self.dense_max:
                 nv = 0
