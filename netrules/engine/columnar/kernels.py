@@ -313,14 +313,16 @@ def best_supports(rows: np.ndarray, rank: np.ndarray, order: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def _hide(r: np.int64, alive: np.ndarray, touched: np.ndarray, tbefore: np.ndarray,
-          first: np.ndarray, f: np.int64) -> np.int64:  # pragma: no cover - compiled
-    """Hide alive row ``r``; where the batch had not touched it yet, mark it touched ("alive
-    before") and append it to ``first`` at ``f``. Returns the new length of ``first``."""
-    alive[r] = False
+def _flip(r: np.int64, now: bool, alive: np.ndarray, touched: np.ndarray,
+          tbefore: np.ndarray, first: np.ndarray, f: np.int64) -> np.int64:  # pragma: no cover
+    """Set row ``r``'s alive flag to ``now`` (it was the other); where the batch had not
+    touched the row yet, mark it touched, keep what it was before, and append it to
+    ``first`` at ``f``. Returns the new length of ``first``: the one place a kernel moves a
+    row in or out of the view (hiding, reviving)."""
+    alive[r] = now
     if not touched[r]:
         touched[r] = True
-        tbefore[r] = True
+        tbefore[r] = not now
         first[f] = r
         f += 1
     return f
@@ -355,7 +357,7 @@ def kill_step(sids: np.ndarray, s_alive: np.ndarray, s_rule: np.ndarray, s_head:
         if nsup[r] <= 0 and alive[r]:
             gone[g] = r
             g += 1
-            f = _hide(r, alive, touched, tbefore, first, f)
+            f = _flip(r, False, alive, touched, tbefore, first, f)
     return gone[:g], first[:f], heads[:k]
 
 
@@ -372,12 +374,7 @@ def revive(facts: np.ndarray, frank: np.ndarray, nsup: np.ndarray, rank: np.ndar
         r = facts[i]
         rank[r] = frank[i]
         kept[r] = nsup[i]
-        alive[r] = True
-        if not touched[r]:
-            touched[r] = True
-            tbefore[r] = False
-            first[f] = r
-            f += 1
+        f = _flip(r, True, alive, touched, tbefore, first, f)
     return first[:f]
 
 
@@ -892,7 +889,7 @@ def hide_all(n: np.int64, alive: np.ndarray, nsup: np.ndarray, touched: np.ndarr
         if alive[r]:
             nsup[r] = 0
             hidden += 1
-            f = _hide(r, alive, touched, tbefore, first, f)
+            f = _flip(r, False, alive, touched, tbefore, first, f)
     return first[:f], hidden
 
 
