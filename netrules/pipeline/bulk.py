@@ -22,6 +22,7 @@ import numpy as np
 
 from netrules.engine.columnar.keys import pack
 from netrules.engine.columnar.psn import ColumnarProgram
+from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.supports import gid, split_gid
 from netrules.engine.strategies.columnar import ColumnDelta
 from netrules.facts import Fact, Value, value_from_json
@@ -109,14 +110,14 @@ def alert_inputs(delta: ColumnDelta, plan: Plan, keyed: Mapping[str, tuple[int, 
         added[rel] = _facts(prog, plan, rel, add[pick])
         removed[rel] = _facts(prog, plan, rel, rem)
         # which lost keys the view still holds (another row with the same key)
-        lost = np.unique(rk[~np.isin(rk, ak)]) if len(rk) else rk
+        lost = distinct(rk[~np.isin(rk, ak)]) if len(rk) else rk
         if len(lost):
             r = prog.rels[rel]
             cols = ([lost] if len(pos) == 1
                     else [lost >> np.int64(31), lost & np.int64((1 << 31) - 1)])
             order = np.argsort(pos)
             qi, rows = r.probe(tuple(sorted(pos)), [cols[k] for k in order])
-            held = np.unique(qi[r.alive[rows]])
+            held = distinct(qi[r.alive[rows]])
             for k in held.tolist():
                 vals = tuple(prog.values.decode(int(c[k])) for c in cols)
                 still.add((rel, vals))
@@ -161,7 +162,7 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int
     ok = sids >= 0
     changed, sids = changed[ok], sids[ok]
     bodies = _bodies(prog, sids, aux)
-    need = np.unique(np.concatenate([changed, *bodies])) if len(changed) else changed
+    need = distinct(np.concatenate([changed, *bodies])) if len(changed) else changed
     fact = _decode_gids(prog, plan, need)
     rows: list[tuple[Fact, str, list[Fact]]] = []
     labels = [r.rule.label or str(r.rule.head) for r in prog.rule_list]
@@ -187,7 +188,7 @@ def _expand_aux(prog: ColumnarProgram, out: list[np.ndarray], aux: set[int]
         is_aux = np.isin(flat >> np.int64(34), list(aux)) if aux else np.zeros(0, bool)
         if not is_aux.any():
             break
-        ag = np.unique(flat[is_aux])
+        ag = distinct(flat[is_aux])
         inner = prog.supports.first_of(ag)
         have = inner >= 0
         sub = {g: [g] for g in ag[~have].tolist()}
@@ -202,7 +203,7 @@ def _expand_aux(prog: ColumnarProgram, out: list[np.ndarray], aux: set[int]
 def _decode_gids(prog: ColumnarProgram, plan: Plan, gids: np.ndarray) -> dict[int, Fact]:
     out: dict[int, Fact] = {}
     code, rows = split_gid(gids)
-    for c in np.unique(code).tolist():
+    for c in distinct(code).tolist():
         m = code == c
         rel = prog.names[c]
         facts = _facts(prog, plan, rel, prog.rels[rel].cols[rows[m]])
@@ -283,7 +284,7 @@ def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact],
                          for j, atom in enumerate(r.atoms)], axis=1)
         # a localized rule reads auxiliary facts the store does not keep: show their bodies
         bodies = _expand_aux(prog, list(gids), aux) if aux else list(gids)
-        body_facts = _decode_gids(prog, plan, np.unique(np.concatenate(bodies)))
+        body_facts = _decode_gids(prog, plan, distinct(np.concatenate(bodies)))
         for body, kk in zip(bodies, k[first].tolist(), strict=True):
             out[fs[kk]] = (label, [body_facts[int(g)] for g in dict.fromkeys(body.tolist())])
     return [(f, *out[f]) for f in facts if f in out]

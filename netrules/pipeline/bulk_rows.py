@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.values import SMALL, Values
 from netrules.pipeline.texts import STR, indexed_texts, loc_texts, unique_inverse
 
@@ -166,7 +167,7 @@ class IdRows:
         strict JSON (no ``Infinity``/``NaN``)? Then the store may read locations out of the
         args it already has instead of binding a text per row. A non-finite number is an
         interned atom wherever it sits (a list holds atoms), so the few thousand atoms tell."""
-        uniq = np.unique(self.ids[:, self.loc])
+        uniq = distinct(self.ids[:, self.loc])
         if not all(isinstance(v, str) for v in self.values.decode_column(uniq).tolist()):
             return False
         atoms = SMALL + np.arange(len(self.values) - self.values.ncells, dtype=np.int64)

@@ -509,24 +509,34 @@ class Store(ABC):
                 check_relation(rel)
                 pos = bulk.loc_pos.get(rel)
                 for args, locs in side[rel].chunks():
-                    n = len(args)
-                    self._insert_changes(zip(repeat(bid), range(seq, seq + n), repeat(t),
-                                             repeat(rel), args, repeat(pos), repeat(op)))
-                    if op == "-":
-                        self._executemany(_DELETE_VIEW, zip(repeat(rel), args))
-                    elif locs is not None:
-                        self._executemany(_INSERT_VIEW, zip(repeat(rel), args, locs,
-                                                            repeat(pos), repeat(bid)))
-                    else:  # the rows just logged, their locations read out of their args
-                        if pos is None:
-                            raise StoreError(f"{rel}: rows without locations need a @ position")
-                        loc_sql, loc_params = self._arg_text(pos)
-                        self._execute(
-                            "INSERT INTO views (relation, args, loc, loc_pos, batch_id) SELECT "
-                            f"relation, args, {loc_sql}, loc_pos, batch_id FROM changes WHERE "
-                            "batch_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
-                            + _ON_VIEW_CONFLICT, [*loc_params, bid, seq, seq + n])
-                    seq += n
+                    self._write_rows(op, rel, pos, args, locs, bid, t, seq)
+                    seq += len(args)
+
+    def _write_rows(self, op: str, rel: str, pos: int | None, args: Sequence[str],
+                    locs: Sequence[str | None] | None, bid: int, t: float, seq: int) -> None:
+        """One chunk of a relation's changed rows (``args`` texts, ``locs`` their locations,
+        None: read them out of ``args`` at ``pos``), logged from ``seq`` on and applied to
+        the view."""
+        n = len(args)
+        self._insert_changes(zip(repeat(bid), range(seq, seq + n), repeat(t),
+                                 repeat(rel), args, repeat(pos), repeat(op)))
+        if op == "-":
+            self._executemany(_DELETE_VIEW, zip(repeat(rel), args))
+        elif locs is not None:
+            self._executemany(_INSERT_VIEW, zip(repeat(rel), args, locs,
+                                                repeat(pos), repeat(bid)))
+        else:  # the rows just logged, their locations read out of their args
+            loc_sql, loc_params = self._loc_of_args(rel, pos)
+            self._execute(
+                "INSERT INTO views (relation, args, loc, loc_pos, batch_id) SELECT "
+                f"relation, args, {loc_sql}, loc_pos, batch_id FROM changes WHERE "
+                "batch_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
+                + _ON_VIEW_CONFLICT, [*loc_params, bid, seq, seq + n])
+
+    def _loc_of_args(self, rel: str, pos: int | None) -> tuple[str, list[Any]]:
+        if pos is None:
+            raise StoreError(f"{rel}: rows without locations need a @ position")
+        return self._arg_text(pos)
 
     def _insert_changes(self, rows: Iterable[Sequence[Any]]) -> None:
         """Append change-log rows (``_CHANGE_COLUMNS``); PostgreSQL copies them in."""

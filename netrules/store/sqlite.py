@@ -18,7 +18,7 @@ from typing import Any
 
 from netrules.errors import StoreError
 from netrules.facts import Value
-from netrules.store.base import Store
+from netrules.store.base import _ON_VIEW_CONFLICT, Store
 
 __all__ = ["SQLiteStore", "BUSY_TIMEOUT_MS"]
 
@@ -135,6 +135,34 @@ class SQLiteStore(Store):
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
             raise
+
+    def _write_rows(self, op: str, rel: str, pos: int | None, args: Sequence[str],
+                    locs: Sequence[str | None] | None, bid: int, t: float, seq: int) -> None:
+        """The chunk bound once, into a staging table, then logged and applied to the view
+        by two statements that read it. Binding seven parameters a row and stepping an
+        INSERT per row was most of a load's write: 1.3 M rows took 9.2 s of CPU in
+        ``changes`` and ``views`` so, 6.2 s staged, 4.3 s staged into ``WITHOUT ROWID``
+        tables (docs/engine.md, "The store write")."""
+        c = self._conn
+        c.execute("CREATE TEMP TABLE IF NOT EXISTS bulk_stage (args TEXT NOT NULL, loc TEXT)")
+        c.execute("DELETE FROM temp.bulk_stage")
+        if locs is None:
+            c.executemany("INSERT INTO temp.bulk_stage (args) VALUES (?)", zip(args))
+        else:
+            c.executemany("INSERT INTO temp.bulk_stage (args, loc) VALUES (?, ?)",
+                          zip(args, locs, strict=True))
+        first = "(SELECT MIN(rowid) FROM temp.bulk_stage)"  # rows are numbered in order
+        c.execute("INSERT INTO changes (batch_id, seq, time, relation, args, loc_pos, op) "
+                  f"SELECT ?, ? + rowid - {first}, ?, ?, args, ?, ? FROM temp.bulk_stage "
+                  "ORDER BY rowid", (bid, seq, t, rel, pos, op))
+        if op == "-":
+            c.execute("DELETE FROM views WHERE relation = ? AND args IN "
+                      "(SELECT args FROM temp.bulk_stage)", (rel,))
+            return
+        loc_sql, loc_params = ("loc", []) if locs is not None else self._loc_of_args(rel, pos)
+        c.execute("INSERT INTO views (relation, args, loc, loc_pos, batch_id) "
+                  f"SELECT ?, args, {loc_sql}, ?, ? FROM temp.bulk_stage WHERE true "
+                  "ORDER BY rowid" + _ON_VIEW_CONFLICT, (rel, *loc_params, pos, bid))
 
     def _stream(self, sql: str, params: Sequence[Any], chunk: int) -> Iterator[list[tuple]]:
         cur = self._conn.execute(sql, tuple(params))

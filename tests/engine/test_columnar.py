@@ -396,7 +396,7 @@ def test_row_keys_are_exact_and_probes_miss_what_was_never_stored(
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(-3, 40), max_size=60), st.lists(st.integers(-3, 40), max_size=60))
 def test_distinct_and_union_are_numpys(a: list[int], b: list[int]) -> None:
-    from netrules.engine.columnar.keys import distinct, union
+    from netrules.engine.columnar.sets import distinct, union
 
     x, y = np.array(a, np.int64), np.array(b, np.int64)
     assert distinct(x).tolist() == np.unique(x).tolist()

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netrules.engine.columnar.joins import Join, Reader, Table, compile_join, head_columns
-from netrules.engine.columnar.keys import distinct, group_ids, unique_rows
+from netrules.engine.columnar.keys import group_ids, unique_rows
 from netrules.engine.columnar.relation import RowSet
+from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.values import SMALL
 from netrules.lang import ast
 

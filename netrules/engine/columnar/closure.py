@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netrules.engine.columnar import kernels
-from netrules.engine.columnar.keys import distinct, pack
+from netrules.engine.columnar.keys import pack
+from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.supports import gid
 from netrules.lang import ast
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from netrules.engine.columnar import kernels
+from netrules.engine.columnar.sets import distinct
 
 __all__ = ["Int64Map"]
 
@@ -126,7 +127,7 @@ class Int64Map:
 
     def delete(self, keys: np.ndarray) -> int:
         slots = self._find_slots(keys)
-        slots = np.unique(slots[slots >= 0])
+        slots = distinct(slots[slots >= 0])
         self._keys[slots] = _GONE
         self.size -= len(slots)
         self._gone += len(slots)

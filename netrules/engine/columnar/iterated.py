@@ -36,8 +36,9 @@ from netrules.engine.columnar.aggregate import (
     touched_groups,
 )
 from netrules.engine.columnar.joins import Reader, Table, bind_head, head_columns
-from netrules.engine.columnar.keys import distinct, union, unique_rows
+from netrules.engine.columnar.keys import unique_rows
 from netrules.engine.columnar.relation import RowSet
+from netrules.engine.columnar.sets import distinct, union
 from netrules.errors import EvalError
 
 if TYPE_CHECKING:
@@ -523,8 +524,8 @@ class _Nodes:
         s_local, d_local = inv[:m], inv[m:2 * m]
         k = 2 * m + sum(len(x) for x in start)
         got = kernels.reach(len(nodes), s_local, d_local, inv[2 * m:k], inv[k:])
-        reached = nodes[got]
-        reached = np.setdiff1d(reached, np.concatenate(start))
+        reached = np.sort(nodes[got])  # distinct: the kernel visits a node once
+        reached = reached[~np.isin(reached, np.concatenate(start))]
         out: Rows = {}
         bounds = [self.off[n] for n in self.names] + [np.iinfo(np.int64).max]
         for j, name in enumerate(self.names):

@@ -14,7 +14,7 @@ import numpy as np
 from netrules.engine.columnar import kernels
 from netrules.engine.columnar.hashmap import Int64Map
 
-__all__ = ["Pairs", "distinct", "group_ids", "pack", "union", "unique_rows"]
+__all__ = ["Pairs", "group_ids", "pack", "unique_rows"]
 
 _SHIFT = np.int64(31)
 #: rows interned per compiled call: the map reserves room for every prefix of a chunk
@@ -23,25 +23,6 @@ _CHUNK = 1 << 16
 
 def pack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a.astype(np.int64, copy=False) << _SHIFT) | b
-
-
-def distinct(a: np.ndarray) -> np.ndarray:
-    """``np.unique(a)`` of a 1-d integer array, by one sort. NumPy 2's ``unique`` without
-    ``return_*`` builds a hash set first: on the row ids a best-routes step dedupes it
-    measured 3-6x slower than sorting (50,000 ids: 7.5 against 2.6 ms; 500,000: 203
-    against 35 ms), and it was the largest single cost of a link event's steps."""
-    if len(a) < 2:
-        return a.copy()
-    s = np.sort(a)
-    keep = np.empty(len(s), dtype=bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
-
-
-def union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.union1d`` by ``distinct``."""
-    return distinct(np.concatenate([a, b]))
 
 
 def group_ids(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

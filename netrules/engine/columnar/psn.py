@@ -36,8 +36,9 @@ from netrules.engine.columnar.joins import (
     compile_join,
     head_columns,
 )
-from netrules.engine.columnar.keys import Pairs, distinct
+from netrules.engine.columnar.keys import Pairs
 from netrules.engine.columnar.relation import SORTED_PROBES, KeyedRows, Relation, RowSet
+from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.supports import Supports, gid, split_gid
 from netrules.engine.columnar.values import Values
 from netrules.engine.ledger import BaseLedger
@@ -167,7 +168,7 @@ class _Using:
         code, rows = split_gid(gids)
         lo, hi = int(code.min()), int(code.max())
         parts = []
-        for c in (lo,) if lo == hi else np.unique(code).tolist():
+        for c in (lo,) if lo == hi else distinct(code).tolist():
             sel = rows if lo == hi else rows[code == c]
             dense = self._dense(c, len(sel))
             if dense is None:
@@ -851,7 +852,7 @@ class ColumnarProgram:
     def supported_changes(self) -> np.ndarray:
         """Gids of the facts whose kept supports changed in the last batch (distinct)."""
         t = self.supports.touched
-        return np.unique(np.concatenate(t)) if t else np.empty(0, np.int64)
+        return distinct(np.concatenate(t)) if t else np.empty(0, np.int64)
 
     def fact_of(self, g: int) -> tuple[str, tuple]:
         code, row = split_gid(np.int64(g))
@@ -861,7 +862,7 @@ class ColumnarProgram:
     def rank_of(self, gids: np.ndarray) -> np.ndarray:
         code, rows = split_gid(gids)
         out = np.zeros(len(gids), dtype=np.int64)
-        for c in np.unique(code):
+        for c in distinct(code):
             m = code == c
             out[m] = self.rels[self.names[int(c)]].rank_at(rows[m])
         return out
@@ -869,7 +870,7 @@ class ColumnarProgram:
     def alive_gids(self, gids: np.ndarray) -> np.ndarray:
         code, rows = split_gid(gids)
         out = np.zeros(len(gids), dtype=bool)
-        for c in np.unique(code):
+        for c in distinct(code):
             m = code == c
             out[m] = self.rels[self.names[int(c)]].alive[rows[m]]
         return out

@@ -19,6 +19,7 @@ import numpy as np
 
 from netrules.engine.columnar import kernels
 from netrules.engine.columnar.relation import Buckets, grow
+from netrules.engine.columnar.sets import distinct
 
 __all__ = ["Supports", "gid", "split_gid"]
 
@@ -94,7 +95,7 @@ class Supports:
                 continue
             col = body[:, j]
             code = (col[col >= 0] if count < len(col) else col) >> _ROW_BITS
-            for c in np.unique(code).tolist():
+            for c in distinct(code).tolist():
                 sel = code == c
                 self._bucket(c).append(rows[sel], sid[sel])
 
@@ -155,7 +156,7 @@ class Supports:
         first = head[starts]
         code, rows = first >> _ROW_BITS, first & _ROW_MASK
         lo, hi = int(code.min()), int(code.max())
-        for c in (lo,) if lo == hi else np.unique(code).tolist():
+        for c in (lo,) if lo == hi else distinct(code).tolist():
             at = starts if lo == hi else starts[code == c]
             crow = rows if lo == hi else rows[code == c]
             arr = self._first_of_code(c, int(crow.max()) + 1)
@@ -167,7 +168,7 @@ class Supports:
         """(head index, support id) of every alive kept support of the given head gids."""
         code, rows = split_gid(heads)
         s0 = np.full(len(heads), -1, np.int64)
-        for c in np.unique(code).tolist():
+        for c in distinct(code).tolist():
             arr = self.first.get(c)
             if arr is None:
                 continue
@@ -191,7 +192,7 @@ class Supports:
         code, rows = split_gid(gids)
         lo, hi = int(code.min()), int(code.max())
         parts = []
-        for c in (lo,) if lo == hi else np.unique(code).tolist():
+        for c in (lo,) if lo == hi else distinct(code).tolist():
             b = self.by_body.get(c)
             if b is not None:
                 sel = rows if lo == hi else rows[code == c]

@@ -34,6 +34,7 @@ from netrules.engine.columnar.hashmap import Int64Map
 from netrules.engine.columnar.joins import bind_head
 from netrules.engine.columnar.psn import ColumnarProgram, _Changes, _Rule
 from netrules.engine.columnar.relation import KeyedRows
+from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.supports import gid, split_gid
 from netrules.engine.firing import FactKey
 from netrules.engine.reference import Database
@@ -315,13 +316,13 @@ class ColumnarRegion:
         for name, rows in sorted(went.items()):
             rel = cp.relation(name, len(rows[0]))
             found = rel.find(self._ids(name, rows, rel.arity))
-            found = np.unique(found[found >= 0])
+            found = distinct(found[found >= 0])
             found = found[rel.alive[found]]
             ch.touch(rel, found)
             rel.set_dead(found)
         for name, rows in sorted(came.items()):
             rel = cp.relation(name, len(rows[0]))
-            found = np.unique(rel.rows_for(self._ids(name, rows, rel.arity)))
+            found = distinct(rel.rows_for(self._ids(name, rows, rel.arity)))
             found = found[~rel.alive[found]]
             ch.touch(rel, found)
             rel.set_alive(found)
@@ -368,7 +369,7 @@ class ColumnarRegion:
         for name, cols in self._encode(gone_here).items():
             rel = cp.relation(name, cols.shape[1])
             rows = rel.find(cols)
-            rows = np.unique(rows[rows >= 0])
+            rows = distinct(rows[rows >= 0])
             rows = rows[rel.alive[rows]]
             ch.touch(rel, rows)
             rel.set_dead(rows)
@@ -398,9 +399,9 @@ class ColumnarRegion:
                 sids = sids[np.isin(hc, codes)]
             if not len(sids):
                 break
-            hc, hr = split_gid(sup.kill(np.unique(sids)))
+            hc, hr = split_gid(sup.kill(distinct(sids)))
             nxt = []
-            for code in np.unique(hc).tolist():
+            for code in distinct(hc).tolist():
                 name = cp.names[code]
                 rel = cp.rels[name]
                 gone = kernels.release(rel.nsup, rel.alive, hr[hc == code])
@@ -447,7 +448,7 @@ class ColumnarRegion:
         delta: dict[str, np.ndarray] = {}
         for name, cols in self._encode(seeds).items():
             rel = cp.relation(name, cols.shape[1])
-            rows = np.unique(rel.rows_for(cols))
+            rows = distinct(rel.rows_for(cols))
             rows = rows[~rel.alive[rows]]
             ch.touch(rel, rows)
             rel.set_alive(rows)
@@ -497,7 +498,7 @@ class ColumnarRegion:
                 if name in index.column_names:
                     b = index.column(name).to_numpy()
                     body[:, j] = np.where(b >= 0, fg[np.maximum(b, 0)], -1)
-            for rid in np.unique(rule).tolist():
+            for rid in distinct(rule).tolist():
                 sel = np.flatnonzero(rule == rid)
                 r = cp.rule_list[rid]
                 rel = cp.rels[r.rule.head.relation]  # type: ignore[union-attr]
@@ -518,7 +519,7 @@ class ColumnarRegion:
         got = self.loc.get(ids)
         miss = got < 0
         if miss.any():
-            unknown = np.unique(ids[miss])
+            unknown = distinct(ids[miss])
             arity = cols.shape[1]
             parts = []
             for v in self.cp.values.decode_column(unknown):
@@ -559,11 +560,11 @@ class ColumnarRegion:
         rule = np.concatenate([np.full(len(rows), r.id, np.int64) for r, rows, _b, _k in cands])
         code, rows = split_gid(heads)
         dest = np.zeros(len(heads), np.int32)
-        for c in np.unique(code).tolist():
+        for c in distinct(code).tolist():
             name = cp.names[c]
             sel = code == c
             dest[sel] = self._dest(prog, name, cp.rels[name].cols[rows[sel]])
-        for d in np.unique(dest).tolist():
+        for d in distinct(dest).tolist():
             sel = np.flatnonzero(dest == d)
             out.send(d, self._support_blob(heads[sel], body[sel], rank[sel], rule[sel]))
 
@@ -586,7 +587,7 @@ class ColumnarRegion:
     def _by_relation(self, gids: np.ndarray) -> dict[str, np.ndarray]:
         """Sorted distinct gids -> rows per relation, in gid order."""
         code, rows = split_gid(gids)
-        return {self.cp.names[c]: rows[code == c] for c in np.unique(code).tolist()}
+        return {self.cp.names[c]: rows[code == c] for c in distinct(code).tolist()}
 
     def _fact_table(self, rows: dict[str, np.ndarray]) -> pa.Table:
         cp = self.cp
@@ -660,7 +661,7 @@ class ColumnarRegion:
                 continue
             rows = rel.find(cols)
             got.setdefault(name, []).append(rows[rows >= 0])
-        return {n: np.unique(np.concatenate(p)) for n, p in got.items()}
+        return {n: distinct(np.concatenate(p)) for n, p in got.items()}
 
     def _ids(self, name: str, rows: list[tuple], arity: int) -> np.ndarray:
         """Rows of Python values as ids: past a handful of rows through Arrow's typed
@@ -710,7 +711,7 @@ class ColumnarRegion:
     def _keys(self, gids: np.ndarray) -> list[FactKey]:
         code, rows = split_gid(gids)
         out: list[FactKey | None] = [None] * len(gids)
-        for c in np.unique(code).tolist():
+        for c in distinct(code).tolist():
             at = np.flatnonzero(code == c)
             name = self.cp.names[c]
             for i, row in zip(at.tolist(), self.cp.values.decode_rows(
@@ -724,7 +725,7 @@ class ColumnarRegion:
         sup = self.cp.supports
         if not sup.touched:
             return {}
-        heads = np.unique(np.concatenate(sup.touched))
+        heads = distinct(np.concatenate(sup.touched))
         alive = self.cp.alive_gids(heads)
         first = np.where(alive, sup.first_of(heads), -1)
         keys = self._keys(heads)

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from netrules.engine.columnar.psn import ColumnarProgram
+from netrules.engine.columnar.sets import distinct
 from netrules.engine.spark.columnar_round import ArrowRoundFn, Locator, _kept, _Rows
 from netrules.engine.spark.columns import table_of
 from netrules.engine.spark.region_plan import HERE, IteratedPlan
@@ -53,7 +54,7 @@ class _Region:
                         dtype=np.int8)
         row_kind = kind[self.codes] if len(self.names) else np.zeros(0, np.int8)
         replaced = {_untag(self.names[c])[0]
-                    for c in np.unique(self.codes[self.new & (row_kind == 1)]).tolist()}
+                    for c in distinct(self.codes[self.new & (row_kind == 1)]).tolist()}
         src = np.array([_untag(n)[0] if k == 1 else -1 for n, k in zip(self.names, kind,
                                                                          strict=True)])
         fresh = np.isin(src[self.codes], list(replaced)) if replaced else \
@@ -113,7 +114,7 @@ def iterated_columns_fn(ip: IteratedPlan, stratum: Stratum, locate: Locator, fir
             r = prog.rels[out_name]
             ids = r.cols[r.alive_rows()].astype(np.int64)
             dest = locate.parts(prog.values, rel_name, ids)
-            for d in np.unique(dest[dest != me]).tolist():
+            for d in distinct(dest[dest != me]).tolist():
                 now.setdefault(d, {})[rel_name] = ids[dest == d]
         empty = np.zeros((0, 0), np.int64)
         for d in sorted(set(now) | set(before)):

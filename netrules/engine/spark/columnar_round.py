@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from netrules.engine.columnar.psn import ColumnarProgram
+from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.values import Values
 from netrules.engine.spark.columns import ids_of, table_of
 from netrules.engine.spark.partition import PartitionMap
@@ -48,7 +49,7 @@ class Locator:
 
     def here(self, values: Values, ids: np.ndarray, me: int) -> np.ndarray:
         """The distinct values among ``ids`` (-1: none) that region ``me`` holds."""
-        uniq = np.unique(ids[ids >= 0])
+        uniq = distinct(ids[ids >= 0])
         of = self.pmap.of
         mine = np.fromiter((of(v) == me for v in values.decode_column(uniq)), dtype=bool,
                            count=len(uniq))
@@ -133,7 +134,7 @@ def columnar_round_fn(rp: RegionPlan, stratum: Stratum, locate: Locator, first: 
         names = d.dictionary.to_pylist()
         codes = d.indices.to_numpy()
         wanted = np.array([n in rp.reads for n in names], dtype=bool)
-        wanted[np.unique(codes[new])] = True
+        wanted[distinct(codes[new])] = True
         used = wanted[codes]
         prog = ColumnarProgram(rp.plan)
         go = used if first else new
