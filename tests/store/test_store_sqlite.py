@@ -123,3 +123,62 @@ def test_store_does_not_import_spark(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def _rowid_layout(path: Path) -> None:
+    """A store file as netrules made them before ``views`` and ``changes`` were clustered
+    (rowid tables, ``UNIQUE (batch_id, seq)``)."""
+    from netrules.store.schema import SCHEMA_VERSION, ddl
+
+    conn = sqlite3.connect(path)
+    for stmt in ddl("sqlite"):
+        conn.execute(stmt.replace(" WITHOUT ROWID", "").replace(
+            "PRIMARY KEY (batch_id, seq)", "UNIQUE (batch_id, seq)"))
+    conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+                 (str(SCHEMA_VERSION),))
+    conn.commit()
+    conn.close()
+
+
+def _tables(path: Path) -> dict[str, str]:
+    conn = sqlite3.connect(path)
+    try:
+        return dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
+    finally:
+        conn.close()
+
+
+def test_a_store_of_the_rowid_layout_takes_bulk_batches_as_a_new_one(tmp_path: Path) -> None:
+    """New files cluster ``views`` and ``changes`` on their keys; a file made before keeps
+    its rowid tables, and the staged bulk write (adds, then removes, in chunks) leaves both
+    with the same views and change log."""
+    from netrules.store.base import BulkRows, TextRows, args_json
+
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    _rowid_layout(old)
+    facts = [_link(f"n{i}", f"n{j}") for i in range(12) for j in range(12) if i != j]
+    args = sorted(args_json(f.args) for f in facts)
+
+    class Chunked(TextRows):
+        def chunks(self):  # type: ignore[override]
+            for i in range(0, len(self.args), 25):
+                yield self.args[i:i + 25], None
+
+    stores = [SQLiteStore(str(old)), SQLiteStore(str(new))]
+    for s in stores:
+        assert s.write_batch(BatchRecord(0, 1.0, bulk=BulkRows(
+            loc_pos={"link": 0}, added={"link": Chunked(args)})))
+        assert s.write_batch(BatchRecord(1, 2.0, bulk=BulkRows(
+            loc_pos={"link": 0}, removed={"link": Chunked(args[::3])},
+            added={"link": TextRows(['["x","y"]'], ["x"])})))
+    (a, b) = stores
+    assert a.read_view("link") == b.read_view("link")
+    assert len(a.read_view("link")) == len(facts) - len(args[::3]) + 1
+    assert a.read_view("link", at="n3") == b.read_view("link", at="n3") != []
+    assert a.changes() == b.changes()
+    assert [c[:2] for c in b.changes()][-3:] == [(1, len(args[::3]) - 2),
+                                                 (1, len(args[::3]) - 1), (1, len(args[::3]))]
+    for s in stores:
+        s.close()
+    assert "WITHOUT ROWID" not in _tables(old)["views"]
+    assert "WITHOUT ROWID" in _tables(new)["views"] and "WITHOUT ROWID" in _tables(new)["changes"]
