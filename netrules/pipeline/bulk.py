@@ -154,10 +154,8 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int
     for rel, (_, rem_rows) in delta.columns.items():
         if rel in plan.visible and len(rem_rows):
             drop.extend(_facts(prog, plan, rel, prog.rels[rel].cols[rem_rows]))
-    order = np.lexsort((changed, prog.rank_of(changed)))
-    changed = changed[order]
     skipped = max(0, len(changed) - limit)
-    changed = changed[:limit]
+    changed = _least(changed, prog.rank_of(changed), limit)
     sids = prog.supports.first_of(changed)
     ok = sids >= 0
     changed, sids = changed[ok], sids[ok]
@@ -171,6 +169,21 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int
                      [fact[b] for b in dict.fromkeys(body.tolist())]))
     drop.extend(f for f, _, _ in rows)
     return rows, list(dict.fromkeys(drop)), skipped  # deletions: any order will do
+
+
+def _least(gids: np.ndarray, rank: np.ndarray, limit: int) -> np.ndarray:
+    """The ``limit`` least of ascending ``gids`` by (rank, gid), in that order. A load's
+    million changed facts are cut to a batch's derivations by one partition of the ranks:
+    lexsorting them all cost a tenth of americas' load batch outside SQLite."""
+    if limit <= 0:
+        return gids[:0]
+    if len(gids) > limit:
+        kth = np.partition(rank, limit - 1)[limit - 1]
+        below = rank < kth
+        tied = np.flatnonzero(rank == kth)[: limit - int(below.sum())]  # least gids first
+        below[tied] = True
+        gids, rank = gids[below], rank[below]
+    return gids[np.lexsort((gids, rank))]
 
 
 def _bodies(prog: ColumnarProgram, sids: np.ndarray, aux: set[int]) -> list[np.ndarray]:

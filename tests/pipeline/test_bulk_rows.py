@@ -7,6 +7,8 @@ import json
 import random
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
 from netrules.engine.columnar.values import Values
 from netrules.facts import Fact
@@ -73,3 +75,19 @@ def test_decoded_lists_are_the_engine_values() -> None:
     ids = np.array([v.encode(x) for x in vals], dtype=np.int64).reshape(-1, 1)
     rows = np.hstack([ids, ids[::-1]])
     assert decode_rows(v, rows) == v.decode_rows(rows) == list(zip(vals, vals[::-1], strict=True))
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 4)), unique_by=lambda t: t[0],
+                max_size=60),
+       st.integers(-1, 70))
+def test_a_batchs_derivations_are_the_least_changed_facts_by_rank_then_gid(
+        facts: list[tuple[int, int]], limit: int) -> None:
+    """``bulk._least``, a partition of the ranks, keeps what sorting them all and taking the
+    first ``limit`` keeps, in that order (ties of rank broken by gid)."""
+    from netrules.pipeline.bulk import _least
+
+    facts.sort()
+    gids = np.array([g for g, _ in facts], dtype=np.int64)
+    rank = np.array([r for _, r in facts], dtype=np.int64)
+    want = [g for r, g in sorted((r, g) for g, r in facts)][:max(limit, 0)]
+    assert _least(gids, rank, limit).tolist() == want
