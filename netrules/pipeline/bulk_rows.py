@@ -166,9 +166,11 @@ class IdRows:
         """Is every row's location the string at its ``@`` position, and every args text
         strict JSON (no ``Infinity``/``NaN``)? Then the store may read locations out of the
         args it already has instead of binding a text per row. A non-finite number is an
-        interned atom wherever it sits (a list holds atoms), so the few thousand atoms tell."""
+        interned atom wherever it sits (a list holds atoms), so the few thousand atoms tell.
+        A location holding a NUL is bound too: SQLite's JSON functions end a string there."""
         uniq = distinct(self.ids[:, self.loc])
-        if not all(isinstance(v, str) for v in self.values.decode_column(uniq).tolist()):
+        locs = self.values.decode_column(uniq).tolist()
+        if not all(isinstance(v, str) and "\x00" not in v for v in locs):
             return False
         atoms = SMALL + np.arange(len(self.values) - self.values.ncells, dtype=np.int64)
         return not any(isinstance(v, float) and not math.isfinite(v)

@@ -162,7 +162,8 @@ class RowSource(Protocol):
 
     def chunks(self) -> Iterator[tuple[Sequence[str], Sequence[str | None] | None]]:
         """Rows a chunk at a time. Location texts None (additions only): each row's location
-        is the JSON string at its relation's ``@`` position, and its args are strict JSON;
+        is the JSON string at its relation's ``@`` position (holding no NUL, where SQLite's
+        JSON functions end a string), and its args are strict JSON;
         the backend reads it out of the args (one statement, no text bound per row)."""
         ...
 

@@ -65,6 +65,20 @@ def test_id_rows_are_the_sorted_store_rows() -> None:
         assert [args_json(rows[i]) for i in first] == got_args[:50]
 
 
+def test_locations_a_store_cannot_read_out_of_the_args_are_given() -> None:
+    """Strings are read out of the args by the store's JSON functions, which end a string
+    at a NUL and know no ``Infinity``: such locations come as texts, one a row."""
+    plain = Values()
+    assert next(IdRows(plain, plain.encode_rows([("a", 1), ("b", 3)], 2), 0).chunks())[1] is None
+    for odd in ("nul\x00x", float("inf")):
+        v = Values()
+        ids = v.encode_rows([("a", 1), (odd, 2), ("b", 3)], 2)
+        args, locs = next(IdRows(v, ids, 0).chunks())
+        assert locs is not None
+        assert dict(zip(args, locs, strict=True))[args_json((odd, 2))] == loc_text(
+            Fact("r", (odd, 2), 0))
+
+
 def test_decoded_lists_are_the_engine_values() -> None:
     """``pipeline/decode.py`` builds each list from its tail's tuple: the same values as
     ``Values.decode_rows``, shared suffixes, nested lists and repeats included."""

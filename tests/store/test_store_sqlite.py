@@ -182,3 +182,36 @@ def test_a_store_of_the_rowid_layout_takes_bulk_batches_as_a_new_one(tmp_path: P
         s.close()
     assert "WITHOUT ROWID" not in _tables(old)["views"]
     assert "WITHOUT ROWID" in _tables(new)["views"] and "WITHOUT ROWID" in _tables(new)["changes"]
+
+
+@pytest.mark.parametrize("locs_given", [True, False])
+def test_bulk_chunks_staged_as_json_keep_every_text(tmp_path: Path, locs_given: bool) -> None:
+    """A bulk chunk reaches SQLite as one JSON array (one parameter, not one a row): quotes,
+    backslashes, non-ASCII, a character outside the BMP and a location that is not a string
+    come back as the per-fact write stores them, and so does a NUL, which SQLite's JSON
+    would cut (its chunk is bound row by row)."""
+    from netrules.store.base import BulkRows, TextRows, args_json, loc_text
+
+    names = ['q"u', "b\\s", "ünï", "emoji 😀", "tab\tx", "nul\x00x", "plain"]
+    facts = sorted([Fact("r", (a, b), 0) for a in names for b in names if a != b]
+                   + [Fact("r", (7, "seven"), 0)], key=Fact.key)
+    if not locs_given:  # locations read out of the args: strings without a NUL only
+        names = [n for n in names if "\x00" not in n]
+        facts = [f for f in facts if isinstance(f.args[0], str) and f.args[0] in names]
+    per_fact, bulky = SQLiteStore(str(tmp_path / "a.db")), SQLiteStore(str(tmp_path / "b.db"))
+    assert per_fact.write_batch(BatchRecord(0, 1.0, added={"r": facts}))
+
+    class Chunked(TextRows):
+        def chunks(self):  # type: ignore[override]
+            for i in range(0, len(self.args), 5):  # None: the store reads them from the args
+                yield self.args[i:i + 5], self.locs[i:i + 5] if locs_given else None
+
+    rows = Chunked([args_json(f.args) for f in facts], [loc_text(f) for f in facts])
+    assert bulky.write_batch(BatchRecord(0, 1.0, bulk=BulkRows(loc_pos={"r": 0},
+                                                               added={"r": rows})))
+    assert bulky.read_view("r") == per_fact.read_view("r") == facts
+    for n in names:
+        assert bulky.read_view("r", at=n) == per_fact.read_view("r", at=n) != []
+    assert bulky.changes() == per_fact.changes()
+    per_fact.close()
+    bulky.close()
