@@ -112,10 +112,13 @@ def shuffler(rng: random.Random | None) -> Callable[[int, list], None] | None:
 
 class LocalRegions:
     """Regions in this process. With ``rebuild`` every round starts from a pickled snapshot
-    plus the replayed log, as a worker that missed earlier rounds would (tests the log)."""
+    plus the replayed log, as a worker that missed earlier rounds would (tests the log); the
+    log is folded into a new snapshot once it holds more than ``compact_after`` entries."""
 
-    def __init__(self, prog: Program, parts: int, *, rebuild: bool = False) -> None:
+    def __init__(self, prog: Program, parts: int, *, rebuild: bool = False,
+                 compact_after: int = 50) -> None:
         self.prog, self.parts, self.rebuild = prog, parts, rebuild
+        self.compact_after = compact_after
         self.states = {g: new_region(prog, g) for g in range(parts)}
         self._snap = {g: pickle.dumps(s) for g, s in self.states.items()} if rebuild else {}
         self._logs: dict[int, list[tuple]] = {g: [] for g in range(parts)}
@@ -142,7 +145,7 @@ class LocalRegions:
             if self.rebuild:
                 state.log = None
                 self.states[g] = state
-                if len(self._logs[g]) > 50:  # compact now and then, as executors do
+                if len(self._logs[g]) > self.compact_after:  # now and then, as executors do
                     self._snap[g], self._logs[g] = pickle.dumps(state), []
         return out
 
