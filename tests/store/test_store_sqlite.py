@@ -125,6 +125,22 @@ def test_store_does_not_import_spark(tmp_path: Path) -> None:
     assert out.stdout.strip() == "False"
 
 
+class _Chunked:
+    """Rendered rows (``RowSource``) handed over ``size`` at a time; ``locs`` None: the store
+    reads each location out of the args."""
+
+    def __init__(self, args: list[str], size: int, locs: list[str | None] | None = None):
+        self.args, self.size, self.locs = args, size, locs
+
+    def __len__(self) -> int:
+        return len(self.args)
+
+    def chunks(self):
+        for i in range(0, len(self.args), self.size):
+            locs = None if self.locs is None else self.locs[i:i + self.size]
+            yield self.args[i:i + self.size], locs
+
+
 def _rowid_layout(path: Path) -> None:
     """A store file as netrules made them before ``views`` and ``changes`` were clustered
     (rowid tables, ``UNIQUE (batch_id, seq)``)."""
@@ -159,17 +175,12 @@ def test_a_store_of_the_rowid_layout_takes_bulk_batches_as_a_new_one(tmp_path: P
     facts = [_link(f"n{i}", f"n{j}") for i in range(12) for j in range(12) if i != j]
     args = sorted(args_json(f.args) for f in facts)
 
-    class Chunked(TextRows):
-        def chunks(self):  # type: ignore[override]
-            for i in range(0, len(self.args), 25):
-                yield self.args[i:i + 25], None
-
     stores = [SQLiteStore(str(old)), SQLiteStore(str(new))]
     for s in stores:
         assert s.write_batch(BatchRecord(0, 1.0, bulk=BulkRows(
-            loc_pos={"link": 0}, added={"link": Chunked(args)})))
+            loc_pos={"link": 0}, added={"link": _Chunked(args, 25)})))
         assert s.write_batch(BatchRecord(1, 2.0, bulk=BulkRows(
-            loc_pos={"link": 0}, removed={"link": Chunked(args[::3])},
+            loc_pos={"link": 0}, removed={"link": _Chunked(args[::3], 25)},
             added={"link": TextRows(['["x","y"]'], ["x"])})))
     (a, b) = stores
     assert a.read_view("link") == b.read_view("link")
@@ -190,7 +201,7 @@ def test_bulk_chunks_staged_as_json_keep_every_text(tmp_path: Path, locs_given: 
     backslashes, non-ASCII, a character outside the BMP and a location that is not a string
     come back as the per-fact write stores them, and so does a NUL, which SQLite's JSON
     would cut (its chunk is bound row by row)."""
-    from netrules.store.base import BulkRows, TextRows, args_json, loc_text
+    from netrules.store.base import BulkRows, args_json, loc_text
 
     names = ['q"u', "b\\s", "ünï", "emoji 😀", "tab\tx", "nul\x00x", "plain"]
     facts = sorted([Fact("r", (a, b), 0) for a in names for b in names if a != b]
@@ -201,12 +212,8 @@ def test_bulk_chunks_staged_as_json_keep_every_text(tmp_path: Path, locs_given: 
     per_fact, bulky = SQLiteStore(str(tmp_path / "a.db")), SQLiteStore(str(tmp_path / "b.db"))
     assert per_fact.write_batch(BatchRecord(0, 1.0, added={"r": facts}))
 
-    class Chunked(TextRows):
-        def chunks(self):  # type: ignore[override]
-            for i in range(0, len(self.args), 5):  # None: the store reads them from the args
-                yield self.args[i:i + 5], self.locs[i:i + 5] if locs_given else None
-
-    rows = Chunked([args_json(f.args) for f in facts], [loc_text(f) for f in facts])
+    rows = _Chunked([args_json(f.args) for f in facts], 5,
+                    [loc_text(f) for f in facts] if locs_given else None)
     assert bulky.write_batch(BatchRecord(0, 1.0, bulk=BulkRows(loc_pos={"r": 0},
                                                                added={"r": rows})))
     assert bulky.read_view("r") == per_fact.read_view("r") == facts
