@@ -172,57 +172,69 @@ def _stream(initial: list, batches: list) -> tuple[list[Fact], list[list[tuple[s
 def test_prefilled_rederivation_matches_the_oracle(name: str, initial: list, batches: list
                                                    ) -> None:
     """Rederivations by the prefilled table (closure.Prefill: every round in the kernel,
-    heads told apart by a table of the suspects' codes) against the same stream rederived
-    by the map and the sorted suspects, and both against the oracle, supports checked; on
-    graphs of seven nodes, where deletions mostly raise ranks and rederivations run long."""
+    heads told apart by a table of the suspects' codes), made for the suspects only or for
+    every row (its first step then finds standing facts in it), against the same stream
+    rederived by the map and the sorted suspects, and all against the oracle, supports
+    checked; on graphs of seven nodes, where deletions mostly raise ranks and
+    rederivations run long."""
     plan = plan_program(parse_program(LINEAR[name]))
     start, stream = _stream(initial, batches)
+    every = columnar.materialize(plan, start)
     pre = columnar.materialize(plan, start)
     probed = columnar.materialize(plan, start)
-    for state in (pre, probed):
+    for state in (every, pre, probed):
         state.extra["program"].recompute = 2.0  # always maintained: deletions rederive
+    for lc in every.extra["program"].closures.values():
+        lc.every_share = 1 << 30
+    for lc in pre.extra["program"].closures.values():
+        lc.every_share = 0
     for lc in probed.extra["program"].closures.values():
         lc.prefill = False
     present = set(start)
     for ups in stream:
         for sign, f in ups:
             (present.add if sign == "+" else present.discard)(f)
-        for state in (pre, probed):
+        for state in (every, pre, probed):
             columnar.apply(state, ups)
         want = evaluate_program(plan.program, sorted(present, key=Fact.key))
         for rel in plan.derived:
             expect = {f.args for f in want.get(rel, [])}
-            for state in (pre, probed):
+            for state in (every, pre, probed):
                 assert {f.args for f in state.views().get(rel, [])} == expect
-        _check_supports(pre.extra["program"])
-        _check_supports(probed.extra["program"])
+        for state in (every, pre, probed):
+            _check_supports(state.extra["program"])
 
 
 def test_rederivations_take_the_prefilled_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The path the test above is about is the one taken: a link down on a two-way ring
-    lengthens routes, whose facts rederive by the prefilled table, and the view is the
-    oracle's."""
+    """The paths the test above is about are the ones taken: a link down on a two-way ring
+    lengthens routes, whose facts rederive by the prefilled table (of the suspects, or of
+    every row: ``every_share``), and the view is the oracle's."""
     from netrules.engine.columnar.closure import LinearClosure
 
-    made = []
     real = LinearClosure.prefilled
+    plan = plan_program(parse_program(LINEAR["forward"]))
+    ring = [("e", i, (i + d) % 7) for i in range(7) for d in (1, 6)]
+    gone = _facts([("e", 0, 1)])[0]
+    want = evaluate_program(plan.program, sorted(set(_facts(ring)) - {gone}, key=Fact.key))
+    made: list[tuple[bool, bool]] = []
 
-    def spy(self: LinearClosure, prog: ColumnarProgram, allowed: np.ndarray):  # noqa: ANN202
-        out = real(self, prog, allowed)
-        made.append(out is not None)
+    def spy(self: LinearClosure, prog: ColumnarProgram, allowed: np.ndarray,  # noqa: ANN202
+            every: bool = False):
+        out = real(self, prog, allowed, every)
+        made.append((every, out is not None and out.every == every))
         return out
 
     monkeypatch.setattr(LinearClosure, "prefilled", spy)
-    plan = plan_program(parse_program(LINEAR["forward"]))
-    ring = [("e", i, (i + d) % 7) for i in range(7) for d in (1, 6)]
-    state = columnar.materialize(plan, _facts(ring))
-    state.extra["program"].recompute = 2.0
-    gone = _facts([("e", 0, 1)])[0]
-    columnar.apply(state, [("-", gone)])
-    assert any(made)
-    want = evaluate_program(plan.program, sorted(set(_facts(ring)) - {gone}, key=Fact.key))
-    assert {f.args for f in state.views()["p"]} == {f.args for f in want["p"]}
-    _check_supports(state.extra["program"])
+    for share, kind in ((0, False), (1 << 30, True)):
+        made.clear()
+        state = columnar.materialize(plan, _facts(ring))
+        state.extra["program"].recompute = 2.0
+        for lc in state.extra["program"].closures.values():
+            lc.every_share = share
+        columnar.apply(state, [("-", gone)])
+        assert (kind, True) in made
+        assert {f.args for f in state.views()["p"]} == {f.args for f in want["p"]}
+        _check_supports(state.extra["program"])
 
 
 def test_a_rule_reading_an_empty_relation_is_skipped_only_then() -> None:

@@ -38,8 +38,8 @@ from netrules.lang import ast
 if TYPE_CHECKING:
     from netrules.engine.columnar.psn import ColumnarProgram, _Changes, _Rule
 
-__all__ = ["LinearClosure", "Prefill", "DENSE", "DENSE_MAX", "MAX_ROWS", "MAX_WORK",
-           "PREFILL_SLOTS"]
+__all__ = ["LinearClosure", "Prefill", "DENSE", "DENSE_MAX", "EVERY_SHARE", "MAX_ROWS",
+           "MAX_WORK", "PREFILL_SLOTS"]
 
 #: Heads are told apart by a dense table (value codes) from the start when it has at most
 #: this many slots; up to ``DENSE_MAX`` slots, once the heads met fill an eighth of it.
@@ -52,6 +52,15 @@ MAX_WORK = 20_000
 #: backbone's millions of pairs) every head's probe of the relation's map misses the cache,
 #: and the vectorised rounds measured faster (americas k=100 and partitions, up and down).
 MAX_ROWS = 1 << 18
+#: B rows are found by offsets per key value when their keys span at most this many values
+#: a row (``by_key``), else by binary search.
+BY_KEY_SPAN = 16
+#: A rederivation of at least one suspect in this many of the relation's rows takes a table
+#: of every row (``LinearClosure.every_pays``; americas, ten links down: 233,000 suspects of
+#: 1.3 M rows).
+EVERY_SHARE = 16
+#: Rows a table of every row can enter (``kernels.ALIVE``).
+EVERY_MAX_ROWS = 1 << 29
 #: A rederivation takes the prefilled table (``Prefill``) when it has at most this many
 #: slots a suspect.
 PREFILL_SLOTS = 64
@@ -140,6 +149,25 @@ def _from_head(head: ast.Atom, r_atom: ast.Atom, bv: dict[str, int]
     return (key, tuple(r_src)) if key else None
 
 
+def by_key(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per rule's sorted B keys, where each key's rows start (``kernels._b_span``):
+    (offsets, each rule's start in them, its lowest key), a rule without them when its keys
+    span more than ``BY_KEY_SPAN`` values a row (packed pairs, sparse ids). Why: the
+    kernels' binary search of B per frontier fact was a sixth of a backbone's closure."""
+    parts, coff, clo = [], [0], []
+    for k in keys:
+        lo = int(k[0]) if len(k) else 0
+        span = int(k[-1]) - lo + 1 if len(k) else 0
+        n = 0
+        if 0 < span <= BY_KEY_SPAN * max(len(k), 1024):
+            parts.append(np.searchsorted(k, np.arange(lo, lo + span + 1, dtype=np.int64)))
+            n = span + 1
+        coff.append(coff[-1] + n)
+        clo.append(lo)
+    cidx = np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
+    return cidx, np.array(coff, dtype=np.int64), np.array(clo, dtype=np.int64)
+
+
 @dataclass
 class Prefill:
     """A rederivation's dense table of heads (``LinearClosure.prefilled``).
@@ -157,6 +185,15 @@ class Prefill:
     nv: int
     table: np.ndarray  # int32, nv ** arity slots; the kernel writes it: used by one run
     room: int  # how many rows the table allows (dead suspects): the most facts a run makes
+    every: bool = False  # every row's values coded, standing rows entered (``ALIVE - row``)
+
+    def stand(self, cols: np.ndarray) -> None:
+        """Suspects revived before the run (the rederivation's first step), by their
+        columns: no longer new to it."""
+        at = self.code(cols[:, 0].astype(np.int64))
+        for p in range(1, cols.shape[1]):
+            at = at * self.nv + self.code(cols[:, p].astype(np.int64))
+        self.table[at] = -2
 
     def code(self, v: np.ndarray) -> np.ndarray:
         span = len(self.code_of)
@@ -173,6 +210,7 @@ class LinearClosure:
         self.fill = 8  # the dense table takes over once heads met pass 1/fill of its slots
         self.max_work, self.max_rows = MAX_WORK, MAX_ROWS
         self.prefill = True  # rederivations by a prefilled dense table (``Prefill``)
+        self.every_share = EVERY_SHARE  # ... of every row, past this share (``every_pays``)
         #: rules whose rederivation step ``rederive`` solves (all linear ones, or none)
         self.rederives = frozenset(lin.rule_id for lin in rules) if all(
             lin.from_head is not None for lin in rules) else frozenset()
@@ -204,7 +242,7 @@ class LinearClosure:
 
     def _below(self, prog: ColumnarProgram) -> tuple[np.ndarray, ...]:
         """Each rule's alive B rows sorted by join key, concatenated (``bval`` padded to
-        two slots)."""
+        two slots), and their offsets by key (``by_key``)."""
         offs, keys, rows, vals = [0], [], [], []
         for lin in self.rules:
             rel = prog.rels[lin.below]
@@ -222,7 +260,7 @@ class LinearClosure:
             rows.append(r)
             vals.append(v)
             offs.append(offs[-1] + len(r))
-        return (np.array(offs, dtype=np.int64), np.concatenate(keys),
+        return (np.array(offs, dtype=np.int64), np.concatenate(keys), *by_key(keys),
                 np.concatenate(rows).astype(np.int64), np.concatenate(vals))
 
     def run(self, prog: ColumnarProgram, seeds: np.ndarray, ch: _Changes,
@@ -235,7 +273,7 @@ class LinearClosure:
         width and the relation's size: no map or sorted array is probed then."""
         rel = prog.rels[self.name]
         m = rel.map
-        boff, bkey, brow, bval = self._below(prog)
+        boff, bkey, cidx, coff, clo, brow, bval = self._below(prog)
         nr = len(self.rules)
         rjoin = np.full((nr, 2), -1, dtype=np.int64)
         hsrc = np.zeros((nr, 2), dtype=np.int64)
@@ -271,7 +309,8 @@ class LinearClosure:
         # the map's arrays are read, never written: a probe of R's rows by packed key
         frow, fcol, frank, fcount, sup, rounds, left = kernels.linear_closure(
             seeds, rel.cols, rel.rank, rel.alive, m.table, m.vals,
-            np.int64(m.mask), m.shift, boff, bkey, brow, bval, rjoin, hsrc, hidx,
+            np.int64(m.mask), m.shift, boff, bkey, cidx, coff, clo, brow, bval, rjoin, hsrc,
+            hidx,
             allow.astype(np.int64), restrict, np.int64(prog.k), bcode, scode, np.int64(nv),
             start, np.int64(nv ** rel.arity // self.fill), max_work, table,
             np.int64(pre.room if pre is not None else 0))
@@ -301,27 +340,40 @@ class LinearClosure:
         prog._made.append((gid(code, frow[sf]), rid, body))
         return rounds, frow[left:] if left >= 0 else frow[:0]
 
-    def prefilled(self, prog: ColumnarProgram, allowed: np.ndarray) -> Prefill | None:
+    def prefilled(self, prog: ColumnarProgram, allowed: np.ndarray, every: bool = False
+                  ) -> Prefill | None:
         """The dense table of a run restricted to ``allowed`` rows (a rederivation's
-        suspects; ``Prefill``), or None where it would pass ``dense_max`` slots."""
+        suspects; ``Prefill``), or None where it would pass ``dense_max`` slots. With
+        ``every`` it codes every row's values and enters the standing rows too, so the
+        rederivation's first step finds R's facts in it (``rederive``)."""
         rel = prog.rels[self.name]
-        if not self.prefill or not len(allowed):
+        if not self.prefill or not len(allowed) or (every and rel.n >= EVERY_MAX_ROWS):
             return None
         # a table of more than PREFILL_SLOTS slots a suspect costs more to fill than it
         # saves (americas: 1.3 M slots, 1-2 ms, against a single link's few hundred suspects)
-        slots = min(self.dense_max, PREFILL_SLOTS * len(allowed))
+        slots = self.dense_max if every else min(self.dense_max,
+                                                 PREFILL_SLOTS * len(allowed))
         lo, code_of, nv, table, room = kernels.prefill_table(
-            rel.cols, allowed.astype(np.int64), rel.alive, np.int64(slots))
+            rel.cols, allowed.astype(np.int64), rel.alive, np.int64(slots),
+            np.int64(rel.n if every else 0))
         if not nv:
             return None
-        return Prefill(int(lo), code_of, int(nv), table, int(room))
+        return Prefill(int(lo), code_of, int(nv), table, int(room), every)
 
-    def rederive(self, prog: ColumnarProgram, heads: np.ndarray
+    def every_pays(self, prog: ColumnarProgram, suspects: int) -> bool:
+        """Whether a rederivation of ``suspects`` facts takes a table of every row
+        (``prefilled(every=True)``): it costs a pass over the relation's rows, and saves a
+        probe of R's map per (suspect, B row) pair (``EVERY_SHARE``)."""
+        return (self.prefill and bool(self.rederives)
+                and suspects * self.every_share >= prog.rels[self.name].n)
+
+    def rederive(self, prog: ColumnarProgram, heads: np.ndarray, pre: Prefill | None = None
                  ) -> list[tuple[_Rule, np.ndarray, np.ndarray, np.ndarray]]:
         """The derivations of ``heads`` (hidden suspects) by the linear rules over what
         stands, as ``_derived`` gives them (rule, head rows, body gids, rank): the first
         rederivation step of those rules in one compiled pass (``kernels.linear_rederive``)
-        instead of a join from the head per rule."""
+        instead of a join from the head per rule; with ``pre`` made for every row, R's
+        standing facts are found in its table (``kernels.dense_rederive``)."""
         rel = prog.rels[self.name]
         m = rel.map
         nr = len(self.rules)
@@ -351,10 +403,18 @@ class LinearClosure:
             rows.append(r)
             vals.append(v)
             offs.append(offs[-1] + len(r))
-        found = kernels.linear_rederive(
-            heads.astype(np.int64), rel.cols, rel.rank, rel.alive, m.table, m.vals,
-            np.int64(m.mask), m.shift, np.array(offs, dtype=np.int64), np.concatenate(keys),
-            np.concatenate(rows).astype(np.int64), np.concatenate(vals), hkey, rsrc, ridx)
+        below = (np.array(offs, dtype=np.int64), np.concatenate(keys), *by_key(keys),
+                 np.concatenate(rows).astype(np.int64), np.concatenate(vals), hkey, rsrc, ridx)
+        if pre is not None and pre.every:
+            heads = np.sort(heads)
+            found = kernels.dense_rederive(heads.astype(np.int64), rel.cols, rel.rank,
+                                           np.int64(pre.lo), pre.code_of, np.int64(pre.nv),
+                                           pre.table, *below[:6], pre.code(below[6]),
+                                           *below[7:])
+        else:
+            found = kernels.linear_rederive(heads.astype(np.int64), rel.cols, rel.rank,
+                                            rel.alive, m.table, m.vals, np.int64(m.mask),
+                                            m.shift, *below)
         code = prog.codes[self.name]
         out = []
         for i, lin in enumerate(self.rules):

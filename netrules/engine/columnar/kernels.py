@@ -18,12 +18,15 @@ __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", 
            "best_supports", "kill_step", "revive",
            "lookup", "chain_keys", "linear_closure", "linear_rederive", "counting_order",
            "stable_order", "merge_runs", "drop_heads", "first_kept", "warm",
-           "dense_offsets", "expand_dense", "prefill_table", "get_or_add", "chain_intern",
-           "least_keyed_lists", "store_supports", "hide_all"]
+           "dense_offsets", "expand_dense", "prefill_table", "dense_rederive", "get_or_add",
+           "chain_intern", "least_keyed_lists", "store_supports", "hide_all"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
 PREFILLED = -3  # ``linear_closure``'s prefilled table holds PREFILLED - row (<= -3)
+# and, made for every row (``prefill_table``), ALIVE - row for a standing row: rows below
+# 2**29 keep the two ranges apart in int32
+ALIVE = PREFILLED - (1 << 29)
 MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -135,6 +138,27 @@ def _first_at_least(a: np.ndarray, x: np.int64, lo: np.int64) -> np.int64:  # pr
         else:
             hi = mid
     return lo
+
+
+@njit(cache=True, nogil=True)
+def _b_span(bkey: np.ndarray, boff: np.ndarray, cidx: np.ndarray, coff: np.ndarray,
+            clo: np.ndarray, i: np.int64, q: np.int64) -> tuple:  # pragma: no cover
+    """Rule ``i``'s B rows of join key ``q``: the range of ``bkey`` holding it. By the rule's
+    offsets by key (``cidx[coff[i]:coff[i + 1]]``, keys from ``clo[i]``) when it has them,
+    else by binary search: on a backbone's rederivation the search's mispredicted branches
+    were a sixth of the closure."""
+    lo = boff[i]
+    b = boff[i + 1]
+    if coff[i + 1] > coff[i]:
+        j = q - clo[i]
+        if j < 0 or j >= coff[i + 1] - coff[i] - 1:
+            return lo, lo
+        return lo + cidx[coff[i] + j], lo + cidx[coff[i] + j + 1]
+    e = _first_at_least(bkey[:b], q, lo)
+    end = e
+    while end < b and bkey[end] == q:
+        end += 1
+    return e, end
 
 
 @njit(cache=True, nogil=True)
@@ -420,7 +444,8 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
                    bcode: np.ndarray, dense: np.ndarray, nv: np.int64, use_dense: bool,
                    ralive: np.ndarray,
                    mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64, mshift: np.uint64,
-                   boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray, bval: np.ndarray,
+                   boff: np.ndarray, bkey: np.ndarray, cidx: np.ndarray, coff: np.ndarray,
+                   clo: np.ndarray, brow: np.ndarray, bval: np.ndarray,
                    rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
                    allowed: np.ndarray, restrict: bool, k: np.int64) -> tuple:  # pragma: no cover
     """One round of ``linear_closure`` over the frontier facts ``lo..hi``, into arrays the
@@ -433,10 +458,8 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
     for d in order:
         r1 = frank[d] + 1
         for i in range(len(boff) - 1):
-            b = boff[i + 1]
-            q = _row_key(fcol, rjoin, d, i)
-            e = _first_at_least(bkey[:b], q, boff[i])
-            while e < b and bkey[e] == q:
+            e, end = _b_span(bkey, boff, cidx, coff, clo, i, _row_key(fcol, rjoin, d, i))
+            while e < end:
                 h0 = bval[e, hidx[i, 0]] if hsrc[i, 0] == 0 else fcol[d, hidx[i, 0]]
                 c0 = bcode[e, hidx[i, 0]] if hsrc[i, 0] == 0 else fcode[d, hidx[i, 0]]
                 h1 = np.int64(0)
@@ -456,9 +479,9 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
                     known = tkeys[s] == hk
                     g = tvals[s]
                 if not known:
-                    if use_dense and g <= PREFILLED:  # prefilled: a dead allowed row
-                        row = PREFILLED - g
-                        ok = True
+                    if use_dense and g <= PREFILLED:  # prefilled: a dead allowed row,
+                        row = PREFILLED - g  # or (``ALIVE``) a standing one
+                        ok = g > ALIVE
                     else:
                         ms = _slot(mkeys, mmask, mshift, hk)
                         row = np.int64(mvals[ms]) if ms >= 0 else np.int64(-1)
@@ -497,23 +520,23 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
 
 @njit(cache=True, nogil=True)
 def _closure_work(lo: np.int64, hi: np.int64, fcol: np.ndarray, boff: np.ndarray,
-                  bkey: np.ndarray, rjoin: np.ndarray) -> np.int64:  # pragma: no cover
+                  bkey: np.ndarray, cidx: np.ndarray, coff: np.ndarray, clo: np.ndarray,
+                  rjoin: np.ndarray) -> np.int64:  # pragma: no cover
     """How many (frontier fact, B row) pairs a round will meet: a bound on the facts,
     supports and table entries it can add."""
     n = 0
     for d in range(lo, hi):
         for i in range(len(boff) - 1):
-            b = boff[i + 1]
-            q = _row_key(fcol, rjoin, d, i)
-            e = _first_at_least(bkey[:b], q, boff[i])
-            n += _first_at_least(bkey[:b], q + 1, e) - e
+            e, end = _b_span(bkey, boff, cidx, coff, clo, i, _row_key(fcol, rjoin, d, i))
+            n += end - e
     return n
 
 
 @njit(cache=True, nogil=True)
 def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                    ralive: np.ndarray, mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64,
-                   mshift: np.uint64, boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray,
+                   mshift: np.uint64, boff: np.ndarray, bkey: np.ndarray, cidx: np.ndarray,
+                   coff: np.ndarray, clo: np.ndarray, brow: np.ndarray,
                    bval: np.ndarray, rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
                    allowed: np.ndarray, restrict: bool, k: np.int64, bcode: np.ndarray,
                    scode: np.ndarray, nv: np.int64, start_dense: bool, switch: np.int64,
@@ -589,7 +612,8 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
         fcode = _grow_to(fcode, ns + room)
         sup = _grow_to(sup, k * room)
     while hi > lo:
-        work = np.int64(0) if len(prefill) else _closure_work(lo, hi, fcol, boff, bkey, rjoin)
+        work = np.int64(0) if len(prefill) else _closure_work(lo, hi, fcol, boff, bkey,
+                                                                 cidx, coff, clo, rjoin)
         if work > max_work:
             break
         rounds += 1
@@ -613,8 +637,8 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                                          sup, tkeys, tvals, fcode, bcode, dense, nv,
                                          use_dense, ralive,
                                          mkeys, mvals, mmask,
-                                         mshift, boff, bkey, brow, bval, rjoin, hsrc, hidx,
-                                         allowed, restrict, k)
+                                         mshift, boff, bkey, cidx, coff, clo, brow, bval, rjoin,
+                                         hsrc, hidx, allowed, restrict, k)
         lo, hi = hi, nf
     # a fact's supports together, facts in order: a counting sort (numba's argsort of them
     # was a fifth of the kernel)
@@ -634,7 +658,8 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
 @njit(cache=True, nogil=True)
 def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                     ralive: np.ndarray, mkeys: np.ndarray, mvals: np.ndarray, mmask: np.int64,
-                    mshift: np.uint64, boff: np.ndarray, bkey: np.ndarray, brow: np.ndarray,
+                    mshift: np.uint64, boff: np.ndarray, bkey: np.ndarray, cidx: np.ndarray,
+                    coff: np.ndarray, clo: np.ndarray, brow: np.ndarray,
                     bval: np.ndarray, hkey: np.ndarray, rsrc: np.ndarray,
                     ridx: np.ndarray) -> tuple:  # pragma: no cover - compiled
     """Every derivation of the given R rows (a rederivation's suspects) by the linear rules
@@ -652,19 +677,15 @@ def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
     for j in range(len(heads)):  # a first pass bounds the output: B rows met
         h = heads[j]
         for i in range(nrules):
-            b = boff[i + 1]
-            q = _row_key(rcols, hkey, h, i)
-            e = _first_at_least(bkey[:b], q, boff[i])
-            bound += _first_at_least(bkey[:b], q + 1, e) - e
+            e, end = _b_span(bkey, boff, cidx, coff, clo, i, _row_key(rcols, hkey, h, i))
+            bound += end - e
     out = np.empty((bound, 5), dtype=np.int64)
     n = 0
     for j in range(len(heads)):
         h = heads[j]
         for i in range(nrules):
-            b = boff[i + 1]
-            q = _row_key(rcols, hkey, h, i)
-            e = _first_at_least(bkey[:b], q, boff[i])
-            while e < b and bkey[e] == q:
+            e, end = _b_span(bkey, boff, cidx, coff, clo, i, _row_key(rcols, hkey, h, i))
+            while e < end:
                 v = bval[e, ridx[i, 0]] if rsrc[i, 0] == 0 else np.int64(rcols[h, ridx[i, 0]])
                 if arity > 1:
                     w = bval[e, ridx[i, 1]] if rsrc[i, 1] == 0 else np.int64(
@@ -683,6 +704,56 @@ def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                 e += 1
     return out[:n]
 
+
+
+@njit(cache=True, nogil=True)
+def dense_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray, lo: np.int64,
+                   code: np.ndarray, nv: np.int64, table: np.ndarray, boff: np.ndarray,
+                   bkey: np.ndarray, cidx: np.ndarray, coff: np.ndarray, clo: np.ndarray,
+                   brow: np.ndarray, bcode: np.ndarray, hkey: np.ndarray, rsrc: np.ndarray,
+                   ridx: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``linear_rederive`` with R's standing facts found in a table made for every row
+    (``prefill_table`` with ``every``: ``ALIVE - row`` at the codes of each alive row's
+    values; ``bcode``: the codes of the B values) instead of R's hash map: on a backbone
+    the map is tens of megabytes and each of the step's probes missed the cache, where the
+    table of node pairs is a few. ``heads`` sorted: their columns are read in order."""
+    arity = rcols.shape[1]
+    nrules = len(boff) - 1
+    span = len(code)
+    out = np.empty((max(16, len(heads)), 5), dtype=np.int64)
+    n = 0
+    for j in range(len(heads)):
+        h = heads[j]
+        v = np.int64(rcols[h, 0])
+        hc0 = code[v - lo] if v >= lo and v < lo + span else nv - 1
+        hc1 = np.int64(0)
+        if arity > 1:
+            v = np.int64(rcols[h, 1])
+            hc1 = code[v - lo] if v >= lo and v < lo + span else nv - 1
+        for i in range(nrules):
+            e, end = _b_span(bkey, boff, cidx, coff, clo, i, _row_key(rcols, hkey, h, i))
+            if n + end - e > len(out):
+                out = _grow_to(out, n + end - e)
+            # per R position: a B slot (>= 0), or the head's code (-1 - column)
+            q0 = ridx[i, 0] if rsrc[i, 0] == 0 else -1 - ridx[i, 0]
+            q1 = ridx[i, 1] if rsrc[i, 1] == 0 else -1 - ridx[i, 1]
+            k0 = hc0 if q0 == -1 else hc1
+            k1 = hc0 if q1 == -1 else hc1
+            while e < end:
+                dk = bcode[e, q0] if q0 >= 0 else k0
+                if arity > 1:
+                    dk = dk * nv + (bcode[e, q1] if q1 >= 0 else k1)
+                g = np.int64(table[dk])
+                if g <= ALIVE:
+                    row = ALIVE - g
+                    out[n, 0] = j
+                    out[n, 1] = i
+                    out[n, 2] = brow[e]
+                    out[n, 3] = row
+                    out[n, 4] = rrank[row] + 1
+                    n += 1
+                e += 1
+    return out[:n]
 
 @njit(cache=True, nogil=True)
 def _get_or_add(table: np.ndarray, vals: np.ndarray, mask: np.int64, shift: np.uint64,
@@ -960,7 +1031,7 @@ def warm() -> None:
     first_kept(np.full(4, -1, np.int32), flags, i32, i16, i64[:1], np.int64(0), np.int64(2),
                np.int64(4), i64)
     expand_dense(dense_offsets(i32, np.int64(1)), i32, i64)
-    prefill_table(np.zeros((4, 2), np.int32), i64, flags, np.int64(16))
+    prefill_table(np.zeros((4, 2), np.int32), i64, flags, np.int64(16), np.int64(0))
     # what a program's first deletion calls (finding the vanished rows, the kill, the first
     # rederivation step): 18-20 ms the first link down of a process paid (peers' k=1 p99)
     table, shift = np.full(4, EMPTY, np.int64), np.uint64(62)
@@ -974,8 +1045,12 @@ def warm() -> None:
     hide_all(np.int64(0), flags, np.zeros(4, np.int8), flags, flags)
     pairs = np.zeros((1, 2), np.int64)
     linear_rederive(i64[:0], np.zeros((4, 2), np.int32), i32, flags, table, i32,
-                    np.int64(3), shift, np.zeros(2, np.int64), i64, i64,
-                    np.zeros((4, 2), np.int64), pairs, pairs, pairs)
+                    np.int64(3), shift, np.zeros(2, np.int64), i64, i64, np.zeros(2, np.int64),
+                    i64[:1], i64, np.zeros((4, 2), np.int64), pairs, pairs, pairs)
+    # a rederivation of many suspects (``closure.LinearClosure.every_pays``)
+    dense_rederive(i64[:0], np.zeros((4, 2), np.int32), i32, zero, i64, one, i32,
+                   np.zeros(2, np.int64), i64, np.zeros(2, np.int64), i64[:1], i64, i64,
+                   np.zeros((4, 2), np.int64), pairs, pairs, pairs)
 
 
 @njit(cache=True, nogil=True)
@@ -1018,29 +1093,34 @@ def expand_dense(off: np.ndarray, vals: np.ndarray, q: np.ndarray
 
 @njit(cache=True, nogil=True)
 def prefill_table(cols: np.ndarray, rows: np.ndarray, alive: np.ndarray,
-                  max_slots: np.int64) -> tuple:  # pragma: no cover - compiled
+                  max_slots: np.int64, every: np.int64) -> tuple:  # pragma: no cover - compiled
     """``closure.Prefill`` of the given rows of a relation (``cols``: its id columns, arity
     1 or 2) in two passes: (lowest value, code per value - lowest, nv, table, room), nv 0
     when the values span more than ``max_slots`` or the table would have more slots. Values
-    are coded in order; the last code, nv - 1, is every value not among the rows'."""
+    are coded in order; the last code, nv - 1, is every value not among the rows'.
+
+    With ``every`` (the relation's row count, else 0) the values of all its rows are coded
+    and each alive row ``r`` is entered as ``ALIVE - r``: the table then also finds any
+    standing fact by its values (``dense_rederive``)."""
     arity = cols.shape[1]
     empty = np.empty(0, dtype=np.int64)
     if not len(rows):
         return np.int64(0), empty, np.int64(0), np.empty(0, dtype=np.int32), np.int64(0)
-    lo = np.int64(cols[rows[0], 0])
+    coded = rows if every == 0 else np.arange(every)
+    lo = np.int64(cols[coded[0], 0])
     hi = lo
-    for i in range(len(rows)):
+    for i in range(len(coded)):
         for p in range(arity):
-            v = np.int64(cols[rows[i], p])
+            v = np.int64(cols[coded[i], p])
             lo = min(lo, v)
             hi = max(hi, v)
     span = hi - lo + 1
     if span > max_slots:
         return lo, empty, np.int64(0), np.empty(0, dtype=np.int32), np.int64(0)
     code = np.zeros(span, dtype=np.int64)
-    for i in range(len(rows)):
+    for i in range(len(coded)):
         for p in range(arity):
-            code[np.int64(cols[rows[i], p]) - lo] = 1
+            code[np.int64(cols[coded[i], p]) - lo] = 1
     nv = np.int64(0)
     for j in range(span):
         if code[j]:
@@ -1056,6 +1136,12 @@ def prefill_table(cols: np.ndarray, rows: np.ndarray, alive: np.ndarray,
         if code[j] < 0:
             code[j] = nv - 1
     table = np.full(slots, -2, dtype=np.int32)
+    for r in range(every):
+        if alive[r]:
+            dk = code[np.int64(cols[r, 0]) - lo]
+            if arity > 1:
+                dk = dk * nv + code[np.int64(cols[r, 1]) - lo]
+            table[dk] = ALIVE - r
     room = np.int64(0)
     for i in range(len(rows)):
         r = rows[i]

@@ -25,7 +25,7 @@ import numpy as np
 
 from netrules.engine.columnar import kernels
 from netrules.engine.columnar.aggregate import AggRule, maintain_aggregate, why_not_aggregate
-from netrules.engine.columnar.closure import LinearClosure
+from netrules.engine.columnar.closure import LinearClosure, Prefill
 from netrules.engine.columnar.iterated import IteratedStage
 from netrules.engine.columnar.joins import (
     Join,
@@ -726,13 +726,16 @@ class ColumnarProgram:
     def _seminaive(self, srels: frozenset[str], rules: list[_Rule],
                    deltas: dict[str, np.ndarray], ch: _Changes,
                    only: dict[str, _Suspects] | None = None,
-                   first: list | None = None, afresh: bool = False) -> None:
+                   first: list | None = None, afresh: bool = False,
+                   pre: Prefill | None = None) -> None:
         """Semi-naive rounds from ``deltas`` (``afresh``: the stratum was just emptied to be
-        derived again, so its first round skips rules joining an empty relation)."""
+        derived again, so its first round skips rules joining an empty relation; ``pre``: a
+        rederivation's prefilled table, made already)."""
         lc = self.closures.get(srels)
-        tried = False  # the prefilled table, asked for once: the suspects do not change
+        # the prefilled table, asked for once (or given): the suspects do not change
+        tried, given = pre is not None, pre
         while deltas or first:
-            pre = None
+            pre, given = given, None
             if (lc is not None and not first and deltas.keys() == {lc.name}
                     and only is not None and lc.name in only and not tried):
                 # a rederivation: its heads in a dense table of the suspects, and every
@@ -774,7 +777,16 @@ class ColumnarProgram:
         cands = []
         lc = self.closures.get(srels)
         fast: frozenset[int] = frozenset()
-        if lc is not None and lc.fits(self):
+        pre = None
+        if lc is not None and lc.every_pays(self, len(mine := suspects.get(
+                lc.name, np.empty(0, np.int64)))):
+            # many suspects: a dense table of every row finds R's standing facts for the
+            # first step, and then serves the closure as its prefilled table (closure.py)
+            pre = lc.prefilled(self, mine, every=True)
+            if pre is not None:
+                fast = lc.rederives
+                cands += lc.rederive(self, mine, pre)
+        if pre is None and lc is not None and lc.fits(self):
             # the linear rules solved from the suspects in one compiled pass (closure.py),
             # unless they are many: the vectorised join is faster then (``MAX_WORK``)
             mine = suspects.get(lc.name, np.empty(0, np.int64))
@@ -799,8 +811,11 @@ class ColumnarProgram:
             rel = self.rels[name]
             left[name] = rows[~rel.alive[rows]]
         if revived:
+            if pre is not None and lc is not None and lc.name in revived:
+                pre.stand(self.rels[lc.name].cols[revived[lc.name]])
             self._seminaive(srels, rules, revived, ch,
-                            only={n: _Suspects(self.rels[n], v) for n, v in left.items()})
+                            only={n: _Suspects(self.rels[n], v) for n, v in left.items()},
+                            pre=pre)
 
     # -- reading ---------------------------------------------------------------------------
     def rows_of(self, name: str) -> np.ndarray:
