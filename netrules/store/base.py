@@ -569,9 +569,6 @@ class Store(ABC):
         check_relation(relation)
         conds = ["relation = ?"]
         params: list[Any] = [relation]
-        if at is not None:
-            conds.append("loc = ?")
-            params.append(at)
         for pos, value in sorted((where or {}).items()):
             if not isinstance(pos, int) or isinstance(pos, bool) or pos < 0:
                 raise StoreError(f"where: argument position must be an int >= 0, not {pos!r}")
@@ -579,8 +576,22 @@ class Store(ABC):
                 sql, p = self._arg_match(pos, value)
                 conds.append(sql)
                 params.extend(p)
-        return (f"SELECT args, loc_pos FROM views WHERE {' AND '.join(conds)} ORDER BY args",
-                params)
+        if at is None:
+            return (f"SELECT args, loc_pos FROM views WHERE {' AND '.join(conds)} "
+                    "ORDER BY args", params)
+        # one SELECT per way a row can be found at ``at``, their rows disjoint
+        parts, ps = [], []
+        for source, sql, p in self._at_match(at):
+            parts.append(f"SELECT args, loc_pos FROM {source} WHERE {' AND '.join(conds)} "
+                         f"AND loc = ? AND {sql}")
+            ps += [*params, at, *p]
+        return " UNION ALL ".join(parts) + " ORDER BY args", ps
+
+    def _at_match(self, at: str) -> list[tuple[str, str, list[Any]]]:
+        """(table, condition besides ``loc = at``, its parameters) under which a view row is
+        at node ``at``, one per disjoint set of rows a SELECT reads: here one, the location
+        index's."""
+        return [("views", "TRUE", [])]
 
     def iter_view(self, relation: str, where: Mapping[int, Value] | None = None,
                   at: str | None = None, chunk_rows: int = 10_000) -> Iterator[list[Fact]]:

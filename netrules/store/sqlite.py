@@ -19,7 +19,7 @@ from typing import Any
 
 from netrules.errors import StoreError
 from netrules.facts import Value
-from netrules.store.base import _ON_VIEW_CONFLICT, Store
+from netrules.store.base import _ON_VIEW_CONFLICT, Store, args_json
 
 __all__ = ["SQLiteStore", "BUSY_TIMEOUT_MS"]
 
@@ -191,6 +191,31 @@ class SQLiteStore(Store):
         # Python instead. CASE evaluates lazily in SQLite, the guard holds.
         return ("CASE WHEN json_valid(args) THEN json_extract(args, ?) = ? ELSE 1 END",
                 [f"$[{int(position)}]", value])
+
+    def _at_match(self, at: str) -> list[tuple[str, str, list[Any]]]:
+        """The location index holds only rows whose location is not their first argument
+        (``schema``); the others are a range of the primary key: their ``args`` text is
+        ``[``, the first argument's JSON, then ``,`` or ``]``. A location's text is a node
+        name as is or another value's JSON (``loc_text``), so the first argument's JSON is
+        the text quoted, or the text itself where that is JSON of a value not a string. Each
+        SELECT keeps ``loc = ?``, so rows are exactly the ones the location names. The index
+        is named: to read rows in ``args`` order, the planner chose to scan the relation's
+        whole key range instead (a million rows to find none, on a backbone)."""
+        out: list[tuple[str, str, list[Any]]] = [
+            ("views INDEXED BY views_loc", "loc_pos IS NOT 0", [])]
+        firsts = [args_json((at,))[1:-1]]
+        try:
+            other = json.loads(at)
+        except ValueError:
+            other = None
+        if other is not None and not isinstance(other, str) and at != firsts[0]:
+            firsts.append(at)
+        for first in firsts:
+            head = "[" + first
+            out.append(("views", "loc_pos = 0 AND args >= ? AND args < ?",
+                        [head + ",", head + "-"]))
+            out.append(("views", "loc_pos = 0 AND args = ?", [head + "]"]))
+        return out
 
     def _arg_text(self, position: int) -> tuple[str, list[Any]]:
         return "json_extract(args, ?)", [f"$[{int(position)}]"]

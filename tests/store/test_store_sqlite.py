@@ -11,6 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from netrules.errors import StoreError
 from netrules.facts import Fact
@@ -149,7 +151,8 @@ def _rowid_layout(path: Path) -> None:
     conn = sqlite3.connect(path)
     for stmt in ddl("sqlite"):
         conn.execute(stmt.replace(" WITHOUT ROWID", "").replace(
-            "PRIMARY KEY (batch_id, seq)", "UNIQUE (batch_id, seq)"))
+            "PRIMARY KEY (batch_id, seq)", "UNIQUE (batch_id, seq)").replace(
+            " WHERE loc_pos IS NOT 0", ""))
     conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                  (str(SCHEMA_VERSION),))
     conn.commit()
@@ -222,3 +225,52 @@ def test_bulk_chunks_staged_as_json_keep_every_text(tmp_path: Path, locs_given: 
     assert bulky.changes() == per_fact.changes()
     per_fact.close()
     bulky.close()
+
+
+# values whose texts are prefixes of one another, look like JSON, or need escaping
+_TRICKY = st.sampled_from(["n1", "n1,", "n", "n10", "1", "-1", "Infinity", "a\"b", "x]",
+                           "ä", "", "[1]", "[\"n1\"]", "n1\\", 1, 10, -1, 2.5,
+                           float("inf"), ("n1",), ("n1", 2), ()])
+_LOCATED = st.lists(st.tuples(st.sampled_from([("a", 1, 0), ("a", 2, 0), ("a", 3, 0),
+                                               ("b", 2, 1), ("c", 2, None)]),
+                              st.lists(_TRICKY, min_size=3, max_size=3)),
+                    min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_LOCATED)
+def test_facts_at_a_node_are_those_whose_location_text_it_is(tmp_path: Path,
+                                                              rows: list) -> None:
+    """``read_view(at=...)`` against a filter in Python on ``loc_text``: a new store finds
+    rows located at their first argument by a range of the primary key and the others by
+    the location index that holds only them; a store made before (one index of every row)
+    reads the same. Node names that are prefixes of others, that look like JSON (``1``,
+    ``[1]``), numbers, lists and escapes."""
+    from netrules.store.base import loc_text
+
+    facts = {Fact(rel, tuple(vals[:arity]), loc) for (rel, arity, loc), vals in rows}
+    by_rel: dict[str, list[Fact]] = {}
+    for f in facts:
+        by_rel.setdefault(f.relation, []).append(f)
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    old.unlink(missing_ok=True)
+    new.unlink(missing_ok=True)
+    _rowid_layout(old)
+    stores = [SQLiteStore(str(old)), SQLiteStore(str(new))]
+    for s in stores:
+        s.write_batch(BatchRecord(0, 1.0, added=by_rel))
+    texts = {loc_text(f) for f in facts} - {None} | {"n1", "1", "[1]", "x"}
+    try:
+        for rel, fs in by_rel.items():
+            for t in texts:
+                want = sorted((f for f in fs if loc_text(f) == t), key=Fact.key)
+                for s in stores:
+                    assert s.read_view(rel, at=t) == want, (rel, t)
+                    first = {0: fs[0].args[0]} if fs[0].args and isinstance(
+                        fs[0].args[0], str) else {}
+                    assert s.read_view(rel, first, at=t) == [
+                        f for f in want if all(f.args[p] == v for p, v in first.items())]
+    finally:
+        for s in stores:
+            s.close()
