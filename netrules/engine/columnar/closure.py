@@ -55,6 +55,11 @@ MAX_ROWS = 1 << 18
 #: B rows are found by offsets per key value when their keys span at most this many values
 #: a row (``by_key``), else by binary search.
 BY_KEY_SPAN = 16
+#: A run from at least one seed in this many of the relation's rows finds a new head's row by
+#: value codes (``kernels.row_table``: one pass over the rows) instead of R's hash map.
+ROWS_SHARE = 8
+#: ... where the values heads can take span at most this many ids a row.
+ROWS_SPAN = 16
 #: A rederivation of at least one suspect in this many of the relation's rows takes a table
 #: of every row (``LinearClosure.every_pays``; americas, ten links down: 233,000 suspects of
 #: 1.3 M rows).
@@ -211,6 +216,7 @@ class LinearClosure:
         self.max_work, self.max_rows = MAX_WORK, MAX_ROWS
         self.prefill = True  # rederivations by a prefilled dense table (``Prefill``)
         self.every_share = EVERY_SHARE  # ... of every row, past this share (``every_pays``)
+        self.rows_share = ROWS_SHARE  # new heads' rows by value codes (``kernels.row_table``)
         #: rules whose rederivation step ``rederive`` solves (all linear ones, or none)
         self.rederives = frozenset(lin.rule_id for lin in rules) if all(
             lin.from_head is not None for lin in rules) else frozenset()
@@ -290,6 +296,7 @@ class LinearClosure:
         scols = rel.cols[seeds].astype(np.int64)
         used = sorted({slot for lin in self.rules for src, slot in lin.head if src == 0})
         unused = [p for p in range(2) if p not in used]
+        rowtab = np.empty(0, np.int32)
         if pre is not None:  # a rederivation: every round in the kernel (``Prefill``)
             bcode, scode, nv, table = pre.code(bval), pre.code(scols), pre.nv, pre.table
             bcode[:, unused] = 0
@@ -306,6 +313,10 @@ class LinearClosure:
                 bcode[:, unused] = 0
                 scode = np.searchsorted(universe, scols)
             start, max_work = nv ** rel.arity <= self.dense, np.int64(self.max_work)
+            if start and nv and len(seeds) * self.rows_share >= rel.n:
+                # many seeds for the relation's size: its rows by value codes, one pass
+                rowtab = kernels.row_table(rel.cols, np.int64(rel.n), universe,
+                                           np.int64(ROWS_SPAN * max(rel.n, 1024)))
         # the map's arrays are read, never written: a probe of R's rows by packed key
         frow, fcol, frank, fcount, sup, rounds, left = kernels.linear_closure(
             seeds, rel.cols, rel.rank, rel.alive, m.table, m.vals,
@@ -313,7 +324,7 @@ class LinearClosure:
             hidx,
             allow.astype(np.int64), restrict, np.int64(prog.k), bcode, scode, np.int64(nv),
             start, np.int64(nv ** rel.arity // self.fill), max_work, table,
-            np.int64(pre.room if pre is not None else 0))
+            np.int64(pre.room if pre is not None else 0), rowtab)
         ns = len(seeds)
         sf, sr, sb, sd = sup[:, 0], sup[:, 1], sup[:, 2], sup[:, 3]
         if len(frow) == ns:

@@ -18,7 +18,8 @@ __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", 
            "best_supports", "kill_step", "revive",
            "lookup", "chain_keys", "linear_closure", "linear_rederive", "counting_order",
            "stable_order", "merge_runs", "drop_heads", "first_kept", "warm",
-           "dense_offsets", "expand_dense", "prefill_table", "dense_rederive", "get_or_add",
+           "dense_offsets", "expand_dense", "prefill_table", "dense_rederive", "row_table",
+           "get_or_add",
            "chain_intern", "least_keyed_lists", "store_supports", "hide_all"]
 
 EMPTY = -1
@@ -447,10 +448,12 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
                    boff: np.ndarray, bkey: np.ndarray, cidx: np.ndarray, coff: np.ndarray,
                    clo: np.ndarray, brow: np.ndarray, bval: np.ndarray,
                    rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
-                   allowed: np.ndarray, restrict: bool, k: np.int64) -> tuple:  # pragma: no cover
+                   allowed: np.ndarray, restrict: bool, k: np.int64,
+                   rowtab: np.ndarray) -> tuple:  # pragma: no cover
     """One round of ``linear_closure`` over the frontier facts ``lo..hi``, into arrays the
     caller sized for it: no array is reassigned here, which keeps the loop tight (growing
     them in the loop cost half the kernel's time)."""
+    by_rows = len(rowtab) > 0
     arity = fcol.shape[1]
     ranks = frank[lo:hi]
     one = hi > lo and ranks.min() == ranks.max()  # the usual frontier: one rank, no sort
@@ -483,8 +486,11 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
                         row = PREFILLED - g  # or (``ALIVE``) a standing one
                         ok = g > ALIVE
                     else:
-                        ms = _slot(mkeys, mmask, mshift, hk)
-                        row = np.int64(mvals[ms]) if ms >= 0 else np.int64(-1)
+                        if by_rows:  # R's rows by value codes (``row_table``)
+                            row = np.int64(rowtab[dk])
+                        else:
+                            ms = _slot(mkeys, mmask, mshift, hk)
+                            row = np.int64(mvals[ms]) if ms >= 0 else np.int64(-1)
                         ok = row < 0 or not ralive[row]
                         if ok and restrict:
                             at = _first_at_least(allowed, row, 0)
@@ -540,8 +546,8 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                    bval: np.ndarray, rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
                    allowed: np.ndarray, restrict: bool, k: np.int64, bcode: np.ndarray,
                    scode: np.ndarray, nv: np.int64, start_dense: bool, switch: np.int64,
-                   max_work: np.int64, prefill: np.ndarray, room: np.int64
-                   ) -> tuple:  # pragma: no cover - compiled
+                   max_work: np.int64, prefill: np.ndarray, room: np.int64,
+                   rowtab: np.ndarray) -> tuple:  # pragma: no cover - compiled
     """Semi-naive to the fixpoint of a stratum of one relation R (arity 1 or 2) whose rules
     that read R are linear, ``R(h) :- B(b), R(r)`` with B below: every round of
     ``ColumnarProgram._seminaive`` after the first, in one call.
@@ -578,7 +584,11 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
     (not new) everywhere else, so a head is told allowed or not by one look-up, without
     R's hash map or ``allowed``. ``room`` is how many such rows there are: the facts and
     supports a prefilled run can make are bounded by it (and ``k``), so its arrays are
-    sized once and its rounds skip the pass that counts their work."""
+    sized once and its rounds skip the pass that counts their work.
+
+    ``rowtab``, when not empty, is R's rows by the codes of their values (``row_table``,
+    -1: none): a new head's row is read there instead of probed in R's hash map (a small
+    graph's up batch: the map's probes were half the kernel)."""
     arity = rcols.shape[1]
     ns = len(seeds)
     cap = max(16, 2 * ns)
@@ -638,7 +648,7 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                                          use_dense, ralive,
                                          mkeys, mvals, mmask,
                                          mshift, boff, bkey, cidx, coff, clo, brow, bval, rjoin,
-                                         hsrc, hidx, allowed, restrict, k)
+                                         hsrc, hidx, allowed, restrict, k, rowtab)
         lo, hi = hi, nf
     # a fact's supports together, facts in order: a counting sort (numba's argsort of them
     # was a fifth of the kernel)
@@ -654,6 +664,37 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
     return (frow[:nf], fcol[ns:nf], frank[ns:nf], fcount[ns:nf], grouped, rounds,
             lo if hi > lo else -1)
 
+
+
+@njit(cache=True, nogil=True)
+def row_table(cols: np.ndarray, n: np.int64, universe: np.ndarray,
+              max_span: np.int64) -> np.ndarray:  # pragma: no cover - compiled
+    """R's rows by value codes for ``linear_closure``: per pair (or single) of codes of the
+    sorted ``universe``, the row holding those values, -1 for none; rows with a value
+    outside it are left out (no head can take it). Empty where the universe's values span
+    more than ``max_span``."""
+    arity = cols.shape[1]
+    nv = len(universe)
+    if not nv or universe[nv - 1] - universe[0] + 1 > max_span:
+        return np.empty(0, dtype=np.int32)
+    lo = universe[0]
+    span = universe[nv - 1] - lo + 1
+    code = np.full(span, -1, dtype=np.int64)
+    for i in range(nv):
+        code[universe[i] - lo] = i
+    table = np.full(nv ** arity, -1, dtype=np.int32)
+    for r in range(n):
+        dk = np.int64(0)
+        for p in range(arity):
+            v = np.int64(cols[r, p]) - lo
+            c = code[v] if v >= 0 and v < span else np.int64(-1)
+            if c < 0:
+                dk = -1
+                break
+            dk = dk * nv + c
+        if dk >= 0:
+            table[dk] = r
+    return table
 
 @njit(cache=True, nogil=True)
 def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
@@ -1047,6 +1088,9 @@ def warm() -> None:
     linear_rederive(i64[:0], np.zeros((4, 2), np.int32), i32, flags, table, i32,
                     np.int64(3), shift, np.zeros(2, np.int64), i64, i64, np.zeros(2, np.int64),
                     i64[:1], i64, np.zeros((4, 2), np.int64), pairs, pairs, pairs)
+    # an up batch of many seeds on a small relation (``closure.ROWS_SHARE``)
+    row_table(np.zeros((4, 2), np.int32), one, i64[:1], one)
+    row_table(np.zeros((4, 1), np.int32), one, i64[:1], one)
     # a rederivation of many suspects (``closure.LinearClosure.every_pays``)
     dense_rederive(i64[:0], np.zeros((4, 2), np.int32), i32, zero, i64, one, i32,
                    np.zeros(2, np.int64), i64, np.zeros(2, np.int64), i64[:1], i64, i64,
