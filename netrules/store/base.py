@@ -577,8 +577,17 @@ class Store(ABC):
                 conds.append(sql)
                 params.extend(p)
         if at is None:
-            return (f"SELECT args, loc_pos FROM views WHERE {' AND '.join(conds)} "
-                    "ORDER BY args", params)
+            ranges = self._leading_args(where or {})
+            if not ranges:
+                return (f"SELECT args, loc_pos FROM views WHERE {' AND '.join(conds)} "
+                        "ORDER BY args", params)
+            # the leading arguments bound: ranges of the primary key, each SELECT exact
+            parts, ps = [], []
+            for sql, p in ranges:
+                parts.append(f"SELECT args, loc_pos FROM views WHERE {' AND '.join(conds)} "
+                             f"AND {sql}")
+                ps += [*params, *p]
+            return " UNION ALL ".join(parts) + " ORDER BY args", ps
         # one SELECT per way a row can be found at ``at``, their rows disjoint
         parts, ps = [], []
         for source, sql, p in self._at_match(at):
@@ -586,6 +595,12 @@ class Store(ABC):
                          f"AND loc = ? AND {sql}")
             ps += [*params, at, *p]
         return " UNION ALL ".join(parts) + " ORDER BY args", ps
+
+    def _leading_args(self, where: Mapping[int, Value]) -> list[tuple[str, list[Any]]]:
+        """Conditions on ``args`` (one per disjoint set of rows a SELECT reads) that the
+        leading arguments bound in ``where`` imply, for a backend whose ``args`` order is
+        its text's bytes; here none (PostgreSQL compares text by its collation)."""
+        return []
 
     def _at_match(self, at: str) -> list[tuple[str, str, list[Any]]]:
         """(table, condition besides ``loc = at``, its parameters) under which a view row is

@@ -246,7 +246,8 @@ def test_facts_at_a_node_are_those_whose_location_text_it_is(tmp_path: Path,
     rows located at their first argument by a range of the primary key and the others by
     the location index that holds only them; a store made before (one index of every row)
     reads the same. Node names that are prefixes of others, that look like JSON (``1``,
-    ``[1]``), numbers, lists and escapes."""
+    ``[1]``), numbers, lists and escapes. And ``read_view(where=...)`` binding the leading
+    arguments (a key range where they are strings) against the same filter."""
     from netrules.store.base import loc_text
 
     facts = {Fact(rel, tuple(vals[:arity]), loc) for (rel, arity, loc), vals in rows}
@@ -271,6 +272,16 @@ def test_facts_at_a_node_are_those_whose_location_text_it_is(tmp_path: Path,
                         fs[0].args[0], str) else {}
                     assert s.read_view(rel, first, at=t) == [
                         f for f in want if all(f.args[p] == v for p, v in first.items())]
+            # the leading arguments bound (a range of the primary key where they are
+            # strings), without a location
+            for f in fs[:6]:
+                for n in range(1, len(f.args) + 1):
+                    where = dict(enumerate(f.args[:n]))
+                    want = sorted((g for g in fs if all(
+                        p < len(g.args) and g.args[p] == v for p, v in where.items())),
+                        key=Fact.key)
+                    for s in stores:
+                        assert s.read_view(rel, where) == want, (rel, where)
     finally:
         for s in stores:
             s.close()
