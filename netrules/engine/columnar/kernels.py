@@ -736,15 +736,22 @@ def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                 if ms >= 0:
                     row = np.int64(mvals[ms])
                     if ralive[row]:
-                        out[n, 0] = j
-                        out[n, 1] = i
-                        out[n, 2] = brow[e]
-                        out[n, 3] = row
-                        out[n, 4] = rrank[row] + 1
-                        n += 1
+                        n = _derivation(out, n, j, i, brow[e], row, rrank[row] + 1)
                 e += 1
     return out[:n]
 
+
+@njit(cache=True, nogil=True)
+def _derivation(out: np.ndarray, n: np.int64, j: np.int64, i: np.int64, b: np.int64,
+                row: np.int64, rank: np.int64) -> np.int64:  # pragma: no cover - compiled
+    """Row ``n`` of a rederivation step's output (head index, rule, B row, R row, rank);
+    returns the next row."""
+    out[n, 0] = j
+    out[n, 1] = i
+    out[n, 2] = b
+    out[n, 3] = row
+    out[n, 4] = rank
+    return n + 1
 
 
 @njit(cache=True, nogil=True)
@@ -787,14 +794,10 @@ def dense_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray, lo: 
                 g = np.int64(table[dk])
                 if g <= ALIVE:
                     row = ALIVE - g
-                    out[n, 0] = j
-                    out[n, 1] = i
-                    out[n, 2] = brow[e]
-                    out[n, 3] = row
-                    out[n, 4] = rrank[row] + 1
-                    n += 1
+                    n = _derivation(out, n, j, i, brow[e], row, rrank[row] + 1)
                 e += 1
     return out[:n]
+
 
 @njit(cache=True, nogil=True)
 def _get_or_add(table: np.ndarray, vals: np.ndarray, mask: np.int64, shift: np.uint64,
