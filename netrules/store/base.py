@@ -577,23 +577,19 @@ class Store(ABC):
                 conds.append(sql)
                 params.extend(p)
         if at is None:
-            ranges = self._leading_args(where or {})
-            if not ranges:
+            selects = [("views", sql, p) for sql, p in self._leading_args(where or {})]
+            if not selects:
                 return (f"SELECT args, loc_pos FROM views WHERE {' AND '.join(conds)} "
                         "ORDER BY args", params)
-            # the leading arguments bound: ranges of the primary key, each SELECT exact
-            parts, ps = [], []
-            for sql, p in ranges:
-                parts.append(f"SELECT args, loc_pos FROM views WHERE {' AND '.join(conds)} "
-                             f"AND {sql}")
-                ps += [*params, *p]
-            return " UNION ALL ".join(parts) + " ORDER BY args", ps
-        # one SELECT per way a row can be found at ``at``, their rows disjoint
+        else:
+            selects = [(source, f"loc = ? AND {sql}", [at, *p])
+                       for source, sql, p in self._at_match(at)]
+        # one SELECT per disjoint set of rows (a key range, the location index), each exact
         parts, ps = [], []
-        for source, sql, p in self._at_match(at):
+        for source, sql, p in selects:
             parts.append(f"SELECT args, loc_pos FROM {source} WHERE {' AND '.join(conds)} "
-                         f"AND loc = ? AND {sql}")
-            ps += [*params, at, *p]
+                         f"AND {sql}")
+            ps += [*params, *p]
         return " UNION ALL ".join(parts) + " ORDER BY args", ps
 
     def _leading_args(self, where: Mapping[int, Value]) -> list[tuple[str, list[Any]]]:

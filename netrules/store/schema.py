@@ -13,7 +13,7 @@ In SQLite the two tables a load fills with millions of rows, ``views`` and ``cha
 ``WITHOUT ROWID``: the primary key is the table, one B-tree less to write per row (a store made
 before keeps its rowid tables; every query reads both alike). docs/engine.md, "The store write".
 Their location index holds only rows whose location is not the first argument: the others are
-found by the primary key, whose ``args`` text starts with the location (``Store._at_match``),
+found by the primary key, whose ``args`` text starts with the location (``SQLiteStore._at_match``),
 and a load or a link event no longer writes each of them into a second B-tree of the same size.
 """
 
