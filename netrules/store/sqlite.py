@@ -23,6 +23,13 @@ from netrules.store.base import _ON_VIEW_CONFLICT, Store, args_json
 
 __all__ = ["SQLiteStore", "BUSY_TIMEOUT_MS"]
 
+
+def _starting(head: str) -> list[tuple[str, list[Any]]]:
+    """The rows whose ``args`` text is ``head`` (an array's opening and its first elements'
+    JSON) then ``,`` or ``]``, as two disjoint ranges of the primary key: ``,`` is 0x2C and
+    ``-`` the byte after it, and SQLite compares text by its bytes."""
+    return [("args >= ? AND args < ?", [head + ",", head + "-"]), ("args = ?", [head + "]"])]
+
 BUSY_TIMEOUT_MS = 10_000
 
 #: Page size of a store file this class creates (an existing file keeps its own). A load
@@ -202,11 +209,7 @@ class SQLiteStore(Store):
         lead: list[Value] = []
         while isinstance(where.get(len(lead)), str):
             lead.append(where[len(lead)])
-        if not lead:
-            return []
-        head = args_json(tuple(lead))[:-1]
-        return [("args >= ? AND args < ?", [head + ",", head + "-"]),
-                ("args = ?", [head + "]"])]
+        return _starting(args_json(tuple(lead))[:-1]) if lead else []
 
     def _at_match(self, at: str) -> list[tuple[str, str, list[Any]]]:
         """The location index holds only rows whose location is not their first argument
@@ -226,11 +229,8 @@ class SQLiteStore(Store):
             other = None
         if other is not None and not isinstance(other, str) and at != firsts[0]:
             firsts.append(at)
-        for first in firsts:
-            head = "[" + first
-            out.append(("views", "loc_pos = 0 AND args >= ? AND args < ?",
-                        [head + ",", head + "-"]))
-            out.append(("views", "loc_pos = 0 AND args = ?", [head + "]"]))
+        out += [("views", f"loc_pos = 0 AND {sql}", p)
+                for first in firsts for sql, p in _starting("[" + first)]
         return out
 
     def _arg_text(self, position: int) -> tuple[str, list[Any]]:

@@ -686,8 +686,7 @@ def row_table(cols: np.ndarray, n: np.int64, universe: np.ndarray,
     for r in range(n):
         dk = np.int64(0)
         for p in range(arity):
-            v = np.int64(cols[r, p]) - lo
-            c = code[v] if v >= 0 and v < span else np.int64(-1)
+            c = _code(code, lo, np.int64(cols[r, p]), np.int64(-1))
             if c < 0:
                 dk = -1
                 break
@@ -695,6 +694,7 @@ def row_table(cols: np.ndarray, n: np.int64, universe: np.ndarray,
         if dk >= 0:
             table[dk] = r
     return table
+
 
 @njit(cache=True, nogil=True)
 def linear_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
@@ -755,6 +755,13 @@ def _derivation(out: np.ndarray, n: np.int64, j: np.int64, i: np.int64, b: np.in
 
 
 @njit(cache=True, nogil=True)
+def _code(code: np.ndarray, lo: np.int64, v: np.int64,
+          other: np.int64) -> np.int64:  # pragma: no cover - compiled
+    """Value ``v``'s code in ``code`` (indexed by value - ``lo``), ``other`` outside it."""
+    return code[v - lo] if v >= lo and v < lo + len(code) else other
+
+
+@njit(cache=True, nogil=True)
 def dense_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray, lo: np.int64,
                    code: np.ndarray, nv: np.int64, table: np.ndarray, boff: np.ndarray,
                    bkey: np.ndarray, cidx: np.ndarray, coff: np.ndarray, clo: np.ndarray,
@@ -767,17 +774,12 @@ def dense_rederive(heads: np.ndarray, rcols: np.ndarray, rrank: np.ndarray, lo: 
     table of node pairs is a few. ``heads`` sorted: their columns are read in order."""
     arity = rcols.shape[1]
     nrules = len(boff) - 1
-    span = len(code)
     out = np.empty((max(16, len(heads)), 5), dtype=np.int64)
     n = 0
     for j in range(len(heads)):
         h = heads[j]
-        v = np.int64(rcols[h, 0])
-        hc0 = code[v - lo] if v >= lo and v < lo + span else nv - 1
-        hc1 = np.int64(0)
-        if arity > 1:
-            v = np.int64(rcols[h, 1])
-            hc1 = code[v - lo] if v >= lo and v < lo + span else nv - 1
+        hc0 = _code(code, lo, np.int64(rcols[h, 0]), nv - 1)
+        hc1 = _code(code, lo, np.int64(rcols[h, 1]), nv - 1) if arity > 1 else np.int64(0)
         for i in range(nrules):
             e, end = _b_span(bkey, boff, cidx, coff, clo, i, _row_key(rcols, hkey, h, i))
             if n + end - e > len(out):
