@@ -449,10 +449,11 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
                    clo: np.ndarray, brow: np.ndarray, bval: np.ndarray,
                    rjoin: np.ndarray, hsrc: np.ndarray, hidx: np.ndarray,
                    allowed: np.ndarray, restrict: bool, k: np.int64,
-                   rowtab: np.ndarray) -> tuple:  # pragma: no cover
+                   rowtab: np.ndarray, spans: np.ndarray) -> tuple:  # pragma: no cover
     """One round of ``linear_closure`` over the frontier facts ``lo..hi``, into arrays the
     caller sized for it: no array is reassigned here, which keeps the loop tight (growing
-    them in the loop cost half the kernel's time)."""
+    them in the loop cost half the kernel's time). ``spans``: each fact's B rows per rule
+    (``_closure_spans``)."""
     by_rows = len(rowtab) > 0
     arity = fcol.shape[1]
     ranks = frank[lo:hi]
@@ -461,7 +462,8 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
     for d in order:
         r1 = frank[d] + 1
         for i in range(len(boff) - 1):
-            e, end = _b_span(bkey, boff, cidx, coff, clo, i, _row_key(fcol, rjoin, d, i))
+            at = (d - lo) * (len(boff) - 1) + i
+            e, end = spans[at, 0], spans[at, 1]
             while e < end:
                 h0 = bval[e, hidx[i, 0]] if hsrc[i, 0] == 0 else fcol[d, hidx[i, 0]]
                 c0 = bcode[e, hidx[i, 0]] if hsrc[i, 0] == 0 else fcode[d, hidx[i, 0]]
@@ -525,17 +527,46 @@ def _closure_round(lo: np.int64, hi: np.int64, nf: np.int64, nsup: np.int64, tus
 
 
 @njit(cache=True, nogil=True)
-def _closure_work(lo: np.int64, hi: np.int64, fcol: np.ndarray, boff: np.ndarray,
-                  bkey: np.ndarray, cidx: np.ndarray, coff: np.ndarray, clo: np.ndarray,
-                  rjoin: np.ndarray) -> np.int64:  # pragma: no cover
-    """How many (frontier fact, B row) pairs a round will meet: a bound on the facts,
+def _closure_spans(lo: np.int64, hi: np.int64, fcol: np.ndarray, boff: np.ndarray,
+                   bkey: np.ndarray, cidx: np.ndarray, coff: np.ndarray, clo: np.ndarray,
+                   rjoin: np.ndarray, spans: np.ndarray) -> tuple:  # pragma: no cover
+    """Per frontier fact ``lo..hi`` and rule, the range of B rows it joins (``_b_span`` of
+    its ``_row_key``, written out here: a call passing five arrays cost 30 ns in reference
+    counts, as much as the work it did, twice per fact a round), in ``spans`` (grown to
+    fit), and how many (fact, B row) pairs the round will meet: a bound on the facts,
     supports and table entries it can add."""
+    nr = len(boff) - 1
+    spans = _grow_to(spans, (hi - lo) * nr)
     n = 0
     for d in range(lo, hi):
-        for i in range(len(boff) - 1):
-            e, end = _b_span(bkey, boff, cidx, coff, clo, i, _row_key(fcol, rjoin, d, i))
+        for i in range(nr):
+            q = np.int64(fcol[d, rjoin[i, 0]])
+            if rjoin[i, 1] >= 0:
+                q = (q << 31) | fcol[d, rjoin[i, 1]]
+            e = boff[i]
+            end = e
+            if coff[i + 1] > coff[i]:
+                j = q - clo[i]
+                if j >= 0 and j < coff[i + 1] - coff[i] - 1:
+                    end = e + cidx[coff[i] + j + 1]
+                    e = e + cidx[coff[i] + j]
+            else:  # a binary search in the rule's rows
+                b = boff[i + 1]
+                top = b
+                while e < top:
+                    mid = (e + top) >> 1
+                    if bkey[mid] < q:
+                        e = mid + 1
+                    else:
+                        top = mid
+                end = e
+                while end < b and bkey[end] == q:
+                    end += 1
+            at = (d - lo) * nr + i
+            spans[at, 0] = e
+            spans[at, 1] = end
             n += end - e
-    return n
+    return n, spans
 
 
 @njit(cache=True, nogil=True)
@@ -584,7 +615,7 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
     (not new) everywhere else, so a head is told allowed or not by one look-up, without
     R's hash map or ``allowed``. ``room`` is how many such rows there are: the facts and
     supports a prefilled run can make are bounded by it (and ``k``), so its arrays are
-    sized once and its rounds skip the pass that counts their work.
+    sized once and its rounds run whatever their width.
 
     ``rowtab``, when not empty, is R's rows by the codes of their values (``row_table``,
     -1: none): a new head's row is read there instead of probed in R's hash map (a small
@@ -614,6 +645,7 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
     tvals = np.empty(64, dtype=np.int64)
     lo, hi = 0, ns
     rounds = 0
+    spans = np.empty((max(16, ns * (len(boff) - 1)), 2), dtype=np.int64)
     if len(prefill):
         frow = _grow_to(frow, ns + room)
         fcol = _grow_to(fcol, ns + room)
@@ -622,17 +654,17 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
         fcode = _grow_to(fcode, ns + room)
         sup = _grow_to(sup, k * room)
     while hi > lo:
-        work = np.int64(0) if len(prefill) else _closure_work(lo, hi, fcol, boff, bkey,
-                                                                 cidx, coff, clo, rjoin)
-        if work > max_work:
+        work, spans = _closure_spans(lo, hi, fcol, boff, bkey, cidx, coff, clo, rjoin, spans)
+        if work > max_work and not len(prefill):
             break
         rounds += 1
-        frow = _grow_to(frow, nf + work)
-        fcol = _grow_to(fcol, nf + work)
-        frank = _grow_to(frank, nf + work)
-        fcount = _grow_to(fcount, nf + work)
-        fcode = _grow_to(fcode, nf + work)
-        sup = _grow_to(sup, nsup + work)
+        grow = np.int64(0) if len(prefill) else work  # (a prefilled run's are sized)
+        frow = _grow_to(frow, nf + grow)
+        fcol = _grow_to(fcol, nf + grow)
+        frank = _grow_to(frank, nf + grow)
+        fcount = _grow_to(fcount, nf + grow)
+        fcode = _grow_to(fcode, nf + grow)
+        sup = _grow_to(sup, nsup + grow)
         if not use_dense and nv > 0 and tused + work > switch:
             use_dense = True  # the facts made so far move over; the others are asked again
             dense = np.full(nv ** arity, EMPTY, dtype=np.int32)
@@ -648,7 +680,7 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
                                          use_dense, ralive,
                                          mkeys, mvals, mmask,
                                          mshift, boff, bkey, cidx, coff, clo, brow, bval, rjoin,
-                                         hsrc, hidx, allowed, restrict, k, rowtab)
+                                         hsrc, hidx, allowed, restrict, k, rowtab, spans)
         lo, hi = hi, nf
     # a fact's supports together, facts in order: a counting sort (numba's argsort of them
     # was a fifth of the kernel)
