@@ -130,8 +130,12 @@ def member(head: np.ndarray, tail: np.ndarray, nil: np.int64, cells: np.int64,
 
 
 @njit(cache=True, nogil=True)
-def _first_at_least(a: np.ndarray, x: np.int64, lo: np.int64) -> np.int64:  # pragma: no cover
-    hi = len(a)
+def _first_at_least(a: np.ndarray, x: np.int64, lo: np.int64,
+                    hi: np.int64 = -1) -> np.int64:  # pragma: no cover
+    """The first index in ``lo..hi`` (``hi`` -1: the end) whose value is at least ``x``, in
+    a sorted run."""
+    if hi < 0:
+        hi = len(a)
     while lo < hi:
         mid = (lo + hi) >> 1
         if a[mid] < x:
@@ -552,13 +556,7 @@ def _closure_spans(lo: np.int64, hi: np.int64, fcol: np.ndarray, boff: np.ndarra
                     e = e + cidx[coff[i] + j]
             else:  # a binary search in the rule's rows
                 b = boff[i + 1]
-                top = b
-                while e < top:
-                    mid = (e + top) >> 1
-                    if bkey[mid] < q:
-                        e = mid + 1
-                    else:
-                        top = mid
+                e = _first_at_least(bkey, q, e, b)
                 end = e
                 while end < b and bkey[end] == q:
                     end += 1
