@@ -401,13 +401,11 @@ class BaseLedger:
                      now: dict[tuple, _Write], orphans: set[tuple] | None) -> None:
         """Mark inserted the registers of ``unheld`` that an insertion of the batch reached;
         the others are pending deletions."""
-        want, picks = set(unheld), self._picks
+        want = set(unheld)
         for sign, fact, *_ in batch:
             if sign != "+":
                 continue
-            spec, args = picks[fact.relation], fact.args
-            reg = (fact.relation, args) if spec is None or spec[0] >= len(args) else (
-                fact.relation, spec[1](args))
+            reg = self._reg(fact)  # (a rare path: the register by the shared getter)
             if reg in want:
                 want.discard(reg)
                 now[reg] = now[reg]._replace(inserted=True)
