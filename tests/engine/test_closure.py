@@ -293,25 +293,28 @@ def test_derived_afresh_past_a_tenth_where_the_closure_serves(monkeypatch: pytes
                 min_size=1, max_size=4))
 def test_kills_through_offsets_match_the_oracle(name: str, initial: list, batches: list
                                                 ) -> None:
-    """A kill that probes the supports' index through offsets by key (``psn._Using``, on a
-    backbone once a kill asks a large index often) finds what the searches find: the same
-    stream with offsets from the first probe on and without them, against the oracle."""
+    """A kill that reads the supports' index through offsets by key finds what the searches
+    find: the same stream with every run's offsets kept (``Buckets.values_of``, on a
+    backbone its large runs), with offsets made for each kill (``psn._Using``, once a kill
+    asks an index often) and with searches alone, each against the oracle."""
     from netrules.engine.columnar import psn
+    from netrules.engine.columnar.relation import Buckets
 
     plan = plan_program(parse_program(LINEAR[name]))
     start, stream = _stream(initial, batches)
+    modes = {"kept": (-1, 0), "per kill": (1 << 40, 1 << 40), "searched": (1 << 40, 0)}
     states = {}
-    for dense in (True, False):
-        states[dense] = columnar.materialize(plan, start)
-        states[dense].extra["program"].recompute = 2.0  # always maintained: deletions kill
+    for mode in modes:
+        states[mode] = columnar.materialize(plan, start)
+        states[mode].extra["program"].recompute = 2.0  # always maintained: deletions kill
     present = set(start)
-    real = psn._Using.min_entries, psn._Using.share
+    real = Buckets.dense_above, psn._Using.share
     try:
         for ups in stream:
             for sign, f in ups:
                 (present.add if sign == "+" else present.discard)(f)
-            for dense, state in states.items():
-                psn._Using.min_entries, psn._Using.share = (-1, 1 << 40) if dense else real
+            for mode, state in states.items():
+                Buckets.dense_above, psn._Using.share = modes[mode]
                 columnar.apply(state, ups)
             want = evaluate_program(plan.program, sorted(present, key=Fact.key))
             for rel in plan.derived:
@@ -321,7 +324,7 @@ def test_kills_through_offsets_match_the_oracle(name: str, initial: list, batche
             for state in states.values():
                 _check_supports(state.extra["program"])
     finally:
-        psn._Using.min_entries, psn._Using.share = real
+        Buckets.dense_above, psn._Using.share = real
 
 
 def test_a_stratum_derived_afresh_joins_a_relation_of_one_fact() -> None:

@@ -73,22 +73,39 @@ def test_int64map_is_a_dict(ops: list) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 99)), max_size=30),
-                max_size=12), st.lists(st.integers(0, 25), max_size=10))
-def test_buckets_are_a_multimap(appends: list, probes: list) -> None:
+                max_size=12), st.lists(st.integers(0, 25), max_size=10), st.integers(-1, 40),
+       st.booleans())
+def test_buckets_are_a_multimap(appends: list, probes: list, dense_above: int,
+                                scratch: bool) -> None:
+    """Probes and ``values_of`` give the model's entries, whichever runs are read through
+    offsets (kept, per call, or none) and after a renumbering drops and renames values:
+    kept offsets must follow the runs they were made from."""
     b, model = Buckets(), {}
-    for i, chunk in enumerate(appends):
-        if chunk:
-            keys = np.array([k for k, _ in chunk], dtype=np.int64)
-            vals = np.array([v for _, v in chunk], dtype=np.int64)
-            b.append(keys, vals)
-            for k, v in chunk:
-                model.setdefault(k, []).append(v)
-        if i % 3 == 0:  # probes between appends settle runs of every size
+    real = Buckets.dense_above
+    b.dense_above = dense_above  # runs of more entries than this keep offsets
+    kill: dict | None = {} if scratch else None
+    try:
+        for i, chunk in enumerate(appends):
+            if chunk:
+                keys = np.array([k for k, _ in chunk], dtype=np.int64)
+                vals = np.array([v for _, v in chunk], dtype=np.int64)
+                b.append(keys, vals)
+                for k, v in chunk:
+                    model.setdefault(k, []).append(v)
+            if i % 3 == 0:  # probes between appends settle runs of every size
+                q = np.array(probes, dtype=np.int64)
+                qi, vals = b.probe(q)
+                got = sorted(zip(qi.tolist(), vals.tolist(), strict=True))
+                want = sorted((j, v) for j, k in enumerate(probes) for v in model.get(k, []))
+                assert got == want
+            if i % 4 == 1:  # every third value dropped, the rest renamed
+                b.renumber(np.array([-1 if v % 3 == 0 else v + 1 for v in range(200)]))
+                model = {k: [v + 1 for v in vs if v % 3] for k, vs in model.items()}
             q = np.array(probes, dtype=np.int64)
-            qi, vals = b.probe(q)
-            got = sorted(zip(qi.tolist(), vals.tolist(), strict=True))
-            want = sorted((j, v) for j, k in enumerate(probes) for v in model.get(k, []))
-            assert got == want
+            assert sorted(b.values_of(q, kill).tolist()) == sorted(
+                v for k in probes for v in model.get(k, []))
+    finally:
+        assert Buckets.dense_above == real
 
 
 @settings(max_examples=80, deadline=None)

@@ -37,7 +37,7 @@ from netrules.engine.columnar.joins import (
     head_columns,
 )
 from netrules.engine.columnar.keys import Pairs
-from netrules.engine.columnar.relation import SORTED_PROBES, KeyedRows, Relation, RowSet
+from netrules.engine.columnar.relation import KeyedRows, Relation, RowSet
 from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.supports import Supports, gid, split_gid
 from netrules.engine.columnar.values import Values
@@ -139,20 +139,13 @@ class _Suspects:
 
 
 class _Using:
-    """``Supports.using`` for one kill, with a body relation's index probed through offsets
-    by key (``kernels.dense_offsets``) once the kill has asked it more than 1/256 of its
-    entries (measured on americas' ten-link batches against 1/32 and 1/2048: their downs
-    took 356-396 ms of CPU at 1/32, 316-346 at the others).
+    """``Supports.using`` for one kill: the indexes of relations the stratum reads only
+    (``reads``), and an index's small runs read through offsets made for the kill once it
+    has asked the index more than 1/``share`` of its entries (``Buckets.values_of``; a
+    partition of americas asks hundreds of thousands of facts, a binary search each).
+    The share was measured on americas' ten-link batches: their downs took 356-396 ms of
+    CPU at 1/32, 316-346 at 1/256 and at 1/2048."""
 
-    Why: on a backbone a kill step is a binary search per frontier fact in a run of millions
-    of entries, a cache miss at every step (americas, ten links down: 230,000 suspects, 50 ms
-    of probes); offsets cost one pass over the run and its key range, then two reads a
-    fact. Built for the kill under way and dropped with it (nothing is appended to the
-    index while a kill runs), so they cost no memory between batches; an index of up to
-    ``SORTED_PROBES`` entries sits in cache and keeps its searches."""
-
-    #: indexes of more entries than this take offsets (tests lower it to take them always)
-    min_entries = SORTED_PROBES
     #: ... once the kill has asked more than 1/share of their entries
     share = 64
 
@@ -160,7 +153,7 @@ class _Using:
         self.sup = sup
         self.reads = reads  # relation codes worth probing (None: all)
         self.asked: dict[int, int] = {}
-        self.offsets: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+        self.scratch: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
 
     def __call__(self, gids: np.ndarray) -> np.ndarray:
         sup = self.sup
@@ -170,31 +163,19 @@ class _Using:
         lo, hi = int(code.min()), int(code.max())
         parts = []
         for c in (lo,) if lo == hi else distinct(code).tolist():
-            if self.reads is not None and c not in self.reads:
+            b = sup.by_body.get(c)
+            if b is None or (self.reads is not None and c not in self.reads):
                 continue
             sel = rows if lo == hi else rows[code == c]
-            dense = self._dense(c, len(sel))
-            if dense is None:
-                parts.append(sup.using(gid(c, sel)))
-                continue
-            for off, vals in dense:
-                sids = kernels.expand_dense(off, vals, sel)[1]
-                parts.append(sids[sup.alive[sids]])
+            self.asked[c] = asked = self.asked.get(c, 0) + len(sel)
+            scratch = self.scratch.get(c)
+            if scratch is None and asked * self.share > b.n:
+                scratch = self.scratch[c] = {}
+            sids = b.values_of(sel, scratch)
+            parts.append(sids[sup.alive[sids]])
         if not parts:
             return np.empty(0, np.int64)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
-
-    def _dense(self, code: int, asked: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
-        if code in self.offsets:
-            return self.offsets[code]
-        b = self.sup.by_body.get(code)
-        self.asked[code] = total = self.asked.get(code, 0) + asked
-        if b is None or b.n <= self.min_entries or total * self.share <= b.n:
-            return None
-        b.settle()
-        self.offsets[code] = [(kernels.dense_offsets(k, np.int64(int(k[-1]) + 1)), v)
-                              for k, v in b.runs if len(k)]
-        return self.offsets[code]
 
 
 def _one_derivation(srels: frozenset[str], rules: list[_Rule], plan: Plan) -> bool:

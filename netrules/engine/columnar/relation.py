@@ -11,6 +11,8 @@ without a copy; the batch clears ``touched`` when it ends).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from netrules.engine.columnar import kernels
@@ -105,16 +107,39 @@ class KeyedRows:
         return np.where((self.keys[at] == k) & (k >= 0), self.rows[at], -1)
 
 
+class _Offsets(NamedTuple):
+    """A large run's keys as offsets: key ``x``'s entries are ``off[x]:off[x + 1]`` of its
+    values (``kernels.dense_offsets``). A probe is two reads where a binary search in a
+    run of millions missed the cache at every step, and the offsets are fewer bytes than
+    the keys they replace wherever keys repeat (a backbone's supports: 1.6 a fact)."""
+
+    off: np.ndarray
+    dtype: np.dtype  # the keys' own (merges rebuild them)
+
+    def keys(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.off) - 1, dtype=self.dtype), np.diff(self.off))
+
+
+Run = tuple["np.ndarray | _Offsets", np.ndarray]
+
+
 class Buckets:
     """A multimap from integer keys (int64, or int32 where the caller appends them so) to
     values below 2**31 (rows, support ids: kept as int32, given back as int64), as a
     log-structured set of key-sorted runs. Appends are only recorded; the first probe after
     them sorts what was recorded as one run, and runs of similar size merge (a binary
     counter), so an entry is re-sorted O(log n) times over its life and a probe searches
-    O(log n) runs. A load that appends round after round and never probes pays one sort."""
+    O(log n) runs. A load that appends round after round and never probes pays one sort.
+    A run of more than ``dense_above`` entries over a dense range of keys keeps them as
+    offsets (``_Offsets``): on a backbone a kill step asks the supports' index a few
+    thousand facts at a time, and a binary search of the largest run cost about 1 µs a
+    probe (americas, ten links down: 2-3 ms a step, 15-20 steps a kill)."""
+
+    #: runs of more entries than this keep their keys as offsets
+    dense_above = SORTED_PROBES
 
     def __init__(self, keys: np.ndarray | None = None, vals: np.ndarray | None = None) -> None:
-        self.runs: list[tuple[np.ndarray, np.ndarray]] = []
+        self.runs: list[Run] = []
         self.pending: list[tuple[np.ndarray, np.ndarray]] = []
         self.n = 0
         if keys is not None and len(keys):
@@ -124,6 +149,24 @@ class Buckets:
         if len(keys):
             self.pending.append((keys, vals.astype(np.int32)))
             self.n += len(keys)
+
+    def _run(self, keys: np.ndarray, vals: np.ndarray) -> Run:
+        """A key-sorted run, its keys as offsets if it is large and they are dense: rows,
+        spanning at most twice as many keys as the run has entries (else the offsets would
+        outweigh the keys)."""
+        if len(keys) > self.dense_above and keys[0] >= 0 and keys[-1] < 2 * len(keys):
+            return _Offsets(kernels.dense_offsets(keys, np.int64(int(keys[-1]) + 1)),
+                            keys.dtype), vals
+        return keys, vals
+
+    @staticmethod
+    def _merged(older: Run, newer: Run) -> tuple[np.ndarray, np.ndarray]:
+        (k1, v1), (k2, v2) = older, newer
+        k1 = k1.keys() if isinstance(k1, _Offsets) else k1
+        k2 = k2.keys() if isinstance(k2, _Offsets) else k2
+        if k1.dtype != k2.dtype:
+            k1, k2 = k1.astype(np.int64), k2.astype(np.int64)
+        return kernels.merge_runs(k1, v1, k2, v2)
 
     def settle(self) -> None:
         """Sort what was appended since the last probe into the runs."""
@@ -137,12 +180,10 @@ class Buckets:
         self.pending = []
         order = kernels.stable_order(keys)
         runs = self.runs
-        runs.append((keys[order], vals[order]))
-        while len(runs) > 1 and len(runs[-2][0]) <= MERGE * len(runs[-1][0]):
-            (k2, v2), (k1, v1) = runs.pop(), runs.pop()
-            if k1.dtype != k2.dtype:
-                k1, k2 = k1.astype(np.int64), k2.astype(np.int64)
-            runs.append(kernels.merge_runs(k1, v1, k2, v2))
+        runs.append(self._run(keys[order], vals[order]))
+        while len(runs) > 1 and len(runs[-2][1]) <= MERGE * len(runs[-1][1]):
+            newer, older = runs.pop(), runs.pop()
+            runs.append(self._run(*self._merged(older, newer)))
 
     def probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         self.settle()
@@ -150,31 +191,56 @@ class Buckets:
             # more probes than entries (a rederivation joining 230,000 suspects with a
             # link index of 6,000 in eight runs): every run would be searched per probe
             while len(self.runs) > 1:
-                (k2, v2), (k1, v1) = self.runs.pop(), self.runs.pop()
-                if k1.dtype != k2.dtype:
-                    k1, k2 = k1.astype(np.int64), k2.astype(np.int64)
-                self.runs.append(kernels.merge_runs(k1, v1, k2, v2))
-        if len(q) > 512 and self.n > SORTED_PROBES:
-            # sorted probes walk each run in order (cache-friendly binary searches); a run
-            # that fits in cache gains nothing from it, and the sort costs a kill step dear
+                newer, older = self.runs.pop(), self.runs.pop()
+                self.runs.append(self._run(*self._merged(older, newer)))
+        if len(q) > 512 and any(len(v) > SORTED_PROBES and not isinstance(k, _Offsets)
+                                for k, v in self.runs):
+            # sorted probes walk a large searched run in order (cache-friendly binary
+            # searches); a run that fits in cache gains nothing from it
             order = np.argsort(q)
             qi, vals = self._probe(q[order])
             return order[qi], vals
         return self._probe(q)
 
     def _probe(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if not self.runs:
-            return np.empty(0, np.int64), np.empty(0, np.int64)
-        q = q.astype(self.runs[0][0].dtype, copy=False)  # searchsorted would cast the run
-        if len(self.runs) == 1:
-            return expand(*self.runs[0], q)
-        parts = [expand(k, v, q) for k, v in self.runs]
-        parts = [p for p in parts if len(p[0])]
+        parts = [p for p in (self._expand(run, q) for run in self.runs) if len(p[0])]
         if not parts:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         if len(parts) == 1:
             return parts[0]
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    @staticmethod
+    def _expand(run: Run, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        k, v = run
+        if isinstance(k, _Offsets):
+            return kernels.expand_dense(k.off, v, q)
+        return expand(k, v, q)
+
+    def values_of(self, q: np.ndarray,
+                  scratch: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+                  ) -> np.ndarray:
+        """The values of every entry whose key is one of ``q`` (repeated as often), for a
+        kill step. Given ``scratch`` (a kill that asks this index often), a searched run is
+        read through offsets made for it and kept there for the kill alone."""
+        self.settle()
+        parts = []
+        for k, v in self.runs:
+            if isinstance(k, _Offsets) or scratch is None:
+                found = self._expand((k, v), q)[1]
+            else:
+                hit = scratch.get(id(k))  # it holds the key array: the id is not reused
+                if hit is None:
+                    off = kernels.dense_offsets(k, np.int64(int(k[-1]) + 1)) if k[0] >= 0 \
+                        else None
+                    hit = scratch[id(k)] = (k, off)
+                found = (expand(k, v, q) if hit[1] is None
+                         else kernels.expand_dense(hit[1], v, q))[1]
+            if len(found):
+                parts.append(found)
+        if not parts:
+            return np.empty(0, np.int64)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def renumber(self, new: np.ndarray) -> None:
         """Map every value ``v`` to ``new[v]``, dropping entries where it is -1. Runs stay
@@ -183,12 +249,14 @@ class Buckets:
             nv = new[v]
             ok = nv >= 0
             return k[ok], nv[ok].astype(np.int32)
-        self.runs = [r for r in (keep(k, v) for k, v in self.runs) if len(r[0])]
+        runs = (keep(k.keys() if isinstance(k, _Offsets) else k, v) for k, v in self.runs)
+        self.runs = [self._run(*r) for r in runs if len(r[0])]
         self.pending = [p for p in (keep(k, v) for k, v in self.pending) if len(p[0])]
-        self.n = sum(len(k) for k, _ in self.runs + self.pending)
+        self.n = sum(len(v) for _, v in self.runs + self.pending)
 
     def nbytes(self) -> int:
-        return sum(k.nbytes + v.nbytes for k, v in self.runs + self.pending)
+        return sum((k.off if isinstance(k, _Offsets) else k).nbytes + v.nbytes
+                   for k, v in self.runs + self.pending)
 
 
 class Relation:
