@@ -154,7 +154,7 @@ class Buckets:
         """A key-sorted run, its keys as offsets if it is large and they are dense: rows,
         spanning at most twice as many keys as the run has entries (else the offsets would
         outweigh the keys)."""
-        if len(keys) > self.dense_above and keys[0] >= 0 and keys[-1] < 2 * len(keys):
+        if len(keys) > max(self.dense_above, 0) and keys[0] >= 0 and keys[-1] < 2 * len(keys):
             return _Offsets(kernels.dense_offsets(keys, np.int64(int(keys[-1]) + 1)),
                             keys.dtype), vals
         return keys, vals
@@ -222,7 +222,8 @@ class Buckets:
                   ) -> np.ndarray:
         """The values of every entry whose key is one of ``q`` (repeated as often), for a
         kill step. Given ``scratch`` (a kill that asks this index often), a searched run is
-        read through offsets made for it and kept there for the kill alone."""
+        read through offsets made for it and kept there for the kill alone, where its keys
+        are rows of a relation no larger than twice the index (the supports' by body fact)."""
         self.settle()
         parts = []
         for k, v in self.runs:
@@ -231,8 +232,8 @@ class Buckets:
             else:
                 hit = scratch.get(id(k))  # it holds the key array: the id is not reused
                 if hit is None:
-                    off = kernels.dense_offsets(k, np.int64(int(k[-1]) + 1)) if k[0] >= 0 \
-                        else None
+                    dense = k[0] >= 0 and k[-1] < 2 * self.n
+                    off = kernels.dense_offsets(k, np.int64(int(k[-1]) + 1)) if dense else None
                     hit = scratch[id(k)] = (k, off)
                 found = (expand(k, v, q) if hit[1] is None
                          else kernels.expand_dense(hit[1], v, q))[1]
