@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                        "bytes_per_fact": sum(nbytes.values()) / max(1, prog.fact_count()),
                        "bytes": nbytes}
     res["columnar"].update(events(eng, link_pairs, args.events, args.seed))
-    # after the events too: a kill keeps offsets by key for a large index's runs
+    # after the events too: a live process holds what its events grew (new rows, array
+    # slack, the supports index's runs), not only what the load made
     res["columnar"]["bytes_per_fact_after"] = (sum(prog.nbytes().values())
                                                / max(1, prog.fact_count()))
     res["columnar"]["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
