@@ -108,9 +108,11 @@ def _engine(plan, regions: dict, parts: int, *, rebuild=False, rng=None, k=2, re
         return 0 if spec is None else regions.get(args[spec], hash(repr(args[spec])) % parts)
 
     prog = Program(plan, part_of, k, report_supports=report, columnar=columnar)
-    # a log of up to 12 entries replayed at every round: replaying up to 50 was over half
-    # of these tests' time, and a replay of 12 takes the same paths as one of 50
-    local = LocalRegions(prog, parts, rebuild=rebuild, compact_after=12)
+    # a log of up to 4 entries replayed at every round: replaying up to 50 was over half
+    # of these tests' time, and 4 still spans batches (a batch is 3 rounds or more), so a
+    # replay takes the same paths as one of 50 (a replay cut to its first 3 entries fails
+    # test_random_located_programs); 12 -> 4 took this file 151 -> 115 s
+    local = LocalRegions(prog, parts, rebuild=rebuild, compact_after=4)
     return RegionalEngine(plan, local, rng=rng)
 
 

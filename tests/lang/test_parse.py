@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from netrules import programs
-from netrules.errors import NdlogSyntaxError, NetrulesError, ProgramError
+from netrules.errors import NdlogSyntaxError, NetrulesError, ProgramError, SourceLoc
 from netrules.facts import Fact
 from netrules.lang import ast, parse_atom, parse_facts, parse_program, parse_updates
 from netrules.lang.parse import _ToAst, grammar_rules
@@ -19,6 +21,24 @@ def test_standard_programs_round_trip(name: str) -> None:
     assert again == prog
     assert str(again) == str(prog)
     assert programs.describe(name).startswith(name)
+
+
+@pytest.mark.parametrize("name", ["best_routes", "reachability"])
+def test_programs_and_facts_pickle_whole(name: str) -> None:
+    """Plans and facts cross to Spark executors pickled (``SourceLoc`` and ``Fact`` reduce
+    themselves): every location and every fact's ``loc`` arrive, though equality ignores
+    both."""
+    prog = programs.load(name)
+    again = pickle.loads(pickle.dumps(prog))
+    assert again == prog
+    locs = [(r.loc, r.head.loc) for r in prog.rules]
+    assert [(r.loc, r.head.loc) for r in again.rules] == locs
+    assert all(isinstance(b, SourceLoc) for a, b in locs)
+    facts = [Fact("link", ("a", "b", 1), 0), Fact("path", (1, ["a", "b"]), 1),
+             Fact("periodic", (), None)]
+    back = pickle.loads(pickle.dumps(facts))
+    assert back == facts and [f.loc for f in back] == [0, 1, None]
+    assert [f.args for f in back] == [f.args for f in facts]
 
 
 def test_every_grammar_rule_has_a_transformer_method() -> None:
