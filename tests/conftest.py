@@ -34,57 +34,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("strategy", [STRATEGIES[n] for n in chosen], ids=chosen)
 
 
-#: Tests (node id prefixes) that take 20 s or more on CI's two cores, with their seconds there
-#: (``--durations``, 2026-11-28); a prefix's tests stay together (a module's fixture is made
-#: once). See ``_long_first``.
-LONG = {
-    "tests/cluster/": 185, "tests/pipeline/test_crash.py::test_streaming": 104,
-    "tests/engine/test_regional.py::test_network_programs": 80,
-    "tests/engine/test_regional.py::test_random_stratified": 75,
-    "tests/engine/test_regional.py::test_random_located": 45,
-    "tests/pipeline/test_crash.py::test_once_runner": 49,
-    "tests/engine/test_resident.py::test_resident_equals_reference": 100,
-    "tests/engine/test_spark.py::test_spark_random": 35,
-    "tests/engine/test_spark.py::test_spark_network": 31,
-    "tests/dashboard/test_dashboard_browser.py": 40,
-    "tests/bench/test_peers_bench.py": 30, "tests/engine/test_argmin.py::test_spark": 27,
-    "tests/engine/test_session.py::test_workers": 22,
-    "tests/engine/test_regional.py::test_routing_loops": 20,
-    **{f"tests/engine/test_differential.py::test_random_programs[{s}]": 30
-       for s in ("auto", "columnar", "psn", "dred", "fbf", "counting", "rematerialize")},
-}
-
-
-def _long_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """``items`` reordered so that each half of them starts with its share of the ``LONG``
-    tests, the longest first, shared out so both halves hold about the same seconds.
-
-    Why: xdist's ``worksteal`` gives each of the two workers one contiguous half and, when one
-    runs dry, moves the far end of the other's queue over. A long test near the end of a half
-    cannot be moved and ran alone while the other core idled (the suite's time moved by a
-    minute or more with where the cluster and crash tests fell); at the front, the halves end
-    on short tests that stealing evens out."""
-    groups: dict[str, list[pytest.Item]] = {}
-    rest = []
-    for item in items:
-        key = next((p for p in LONG if item.nodeid.startswith(p)), None)
-        if key is None:
-            rest.append(item)
-        else:
-            groups.setdefault(key, []).append(item)
-    halves: tuple[list[pytest.Item], list[pytest.Item]] = ([], [])
-    load = [0.0, 0.0]
-    for key in sorted(groups, key=LONG.__getitem__, reverse=True):
-        side = 0 if load[0] <= load[1] else 1
-        halves[side].extend(groups[key])
-        load[side] += LONG[key]
-    half = len(items) // 2  # xdist's first worker takes items[:half]
-    cut = max(0, half - len(halves[0]))
-    return halves[0] + rest[:cut] + halves[1] + rest[cut:]
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items[:] = _long_first(items)
     if config.getoption("--runslow"):
         return
     skip = pytest.mark.skip(reason="slow: run with --runslow")
