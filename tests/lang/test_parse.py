@@ -10,6 +10,7 @@ from netrules import programs
 from netrules.errors import NdlogSyntaxError, NetrulesError, ProgramError, SourceLoc
 from netrules.facts import Fact
 from netrules.lang import ast, parse_atom, parse_facts, parse_program, parse_updates
+from netrules.lang.builtins import BUILTINS, register_builtin
 from netrules.lang.parse import _ToAst, grammar_rules
 from netrules.lang.syntax_errors import SYNTAX_ERRORS
 
@@ -39,6 +40,25 @@ def test_programs_and_facts_pickle_whole(name: str) -> None:
     back = pickle.loads(pickle.dumps(facts))
     assert back == facts and [f.loc for f in back] == [0, 1, None]
     assert [f.args for f in back] == [f.args for f in facts]
+
+
+def test_a_remembered_parse_follows_the_registered_builtins() -> None:
+    """Parses are remembered (``_parse_plain``), but never past a change of the builtins the
+    checks read: a function registered, then taken away."""
+    text = "p(@X,Y) :- e(@X,Z), Y := f_twice_for_test(Z).\n"
+    with pytest.raises(ProgramError) as err:
+        parse_program(text)
+    assert "f_twice_for_test" in err.value.diagnostics[0].message
+    register_builtin("f_twice_for_test", (1,), "test only")(lambda z: 2 * z)
+    try:
+        first = parse_program(text)
+        assert parse_program(text) is first
+    finally:
+        del BUILTINS["f_twice_for_test"]
+    with pytest.raises(ProgramError) as err:
+        parse_program(text)
+    assert "f_twice_for_test" in err.value.diagnostics[0].message
+    assert parse_program("p(@X) :- e(@X,Y).") is not parse_program("p(@X) :- e(@X,Z).")
 
 
 def test_every_grammar_rule_has_a_transformer_method() -> None:
