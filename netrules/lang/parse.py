@@ -24,7 +24,6 @@ from netrules.errors import (
 )
 from netrules.facts import Fact
 from netrules.lang import ast
-from netrules.lang.builtins import BUILTINS
 from netrules.lang.preprocess import preprocess
 from netrules.lang.syntax_errors import SYNTAX_ERRORS
 
@@ -376,6 +375,8 @@ def parse_program(text: str, file: str = "<program>") -> ast.Program:
     """
 
     if "#" not in text:
+        from netrules.lang.builtins import BUILTINS  # (late: the oracle imports this module)
+
         builtins = tuple((n, b.arities, b.volatile) for n, b in BUILTINS.items())
         return _parse_plain(text, file, builtins)
     exp = preprocess(text, file)  # (never remembered: an included file may have changed)

@@ -34,6 +34,21 @@ def test_a_bad_update_is_refused_as_check_batch_refuses_it(bad: tuple) -> None:
     assert str(got.value) == str(want.value)
 
 
+@pytest.mark.parametrize("bad,says", [
+    (("*", link("a", "b")), "sign must be '+' or '-', not '*'"),
+    ((["+"], link("a", "b")), "sign must be '+' or '-', not ['+']"),
+    (("+", Fact("reachable", ("a", "b"), 0)), "changes derived relation reachable"),
+    (("+", Fact("link", ("a", "b"), 0)), "has 2 arguments, link takes 3"),
+])
+def test_check_batch_names_the_first_bad_update(bad: tuple, says: str) -> None:
+    """Kinds of update are checked once a batch; a bad one is still named by its place."""
+    good = [("+", link("a", "b")), ("-", link("b", "c"))]
+    with pytest.raises(EngineError) as err:
+        check_batch(PLAN, [*good, bad, ("*", link("c", "d"))])
+    assert str(err.value).startswith("update 2: ") and says in str(err.value)
+    assert check_batch(PLAN, iter(good)) == good
+
+
 def test_base_facts_encoded_once_give_the_same_views() -> None:
     facts = [link("a", "b"), link("b", "c"), link("c", "a", 2)]
     state = columnar.materialize(PLAN, facts)

@@ -234,7 +234,7 @@ class Supports:
             readers = {h for h, b in zip(heads, bodies, strict=True) if c in b}
             if readers and readers <= gone:
                 del self.by_body[c]
-        self.compact()  # now, while every entry it renumbers is one it drops
+        self.compact(gone)  # now, while every entry it renumbers is one it drops
 
     def first_of(self, heads: np.ndarray) -> np.ndarray:
         """Per head gid, its alive support of least id (the one the store shows), or -1."""
@@ -269,9 +269,10 @@ class Supports:
             if sum(len(k) for k, _ in b.pending) > 65_536:
                 b.settle()
 
-    def compact(self) -> None:
+    def compact(self, cleared: set[int] | frozenset[int] = frozenset()) -> None:
         """Drop dead supports (link flaps leave them behind) once they outnumber the living;
-        support ids are transient, so renumbering is free."""
+        support ids are transient, so renumbering is free. ``cleared``: relations whose
+        ``first`` holds no support (``drop_heads`` just emptied it), kept as they are."""
         if self.n < 4096 or self.n < 2 * self.count:
             return
         keep = np.flatnonzero(self.alive[: self.n])
@@ -280,7 +281,7 @@ class Supports:
         # each fact's block start moves to its first surviving support
         first = {c: kernels.first_kept(arr, self.alive, self.head, self.rule, self.head_code,
                                        np.int64(c), np.int64(self.k), np.int64(self.n), newid)
-                 for c, arr in self.first.items()}
+                 if c not in cleared else arr for c, arr in self.first.items()}
         head, rule, body = self.head[keep], self.rule[keep], self.body[keep]
         touched, k, codes = self.touched, self.k, (self.head_code, self.body_code)
         by_body = self.by_body

@@ -150,9 +150,19 @@ def diff_databases(old: Database, new: Database, stats: BatchStats) -> Delta:
 def check_batch(plan: Plan, batch: Iterable[tuple]) -> list[tuple]:
     """Validate a batch against the plan: signs, base relations only, arities. Items are
     ``(sign, fact)`` or carry an event time and sequence too (``ledger.Update``)."""
-    out = []
+    out = list(batch)
     derived, arity = plan.derived, plan.arity  # (``derived`` is built on each read)
-    for i, item in enumerate(batch):
+    # a batch holds few kinds of update (sign, relation, arity): each kind checked once, and
+    # the loop below, which names the first bad update, runs only when one is bad (a
+    # 200-link batch's check took 0.2 ms, a twentieth of a small graph's batch)
+    try:
+        kinds = {(item[0], item[1].relation, len(item[1].args)) for item in out}
+    except TypeError:  # an unhashable sign: the loop names it
+        kinds = {("?", "", 0)}
+    if all(sign in ("+", "-") and rel not in derived and arity.get(rel, n) == n
+           for sign, rel, n in kinds):
+        return out
+    for i, item in enumerate(out):
         sign, fact = item[0], item[1]
         if sign not in ("+", "-"):
             raise EngineError(f"update {i}: sign must be '+' or '-', not {sign!r}")
@@ -163,7 +173,6 @@ def check_batch(plan: Plan, batch: Iterable[tuple]) -> list[tuple]:
         if want is not None and want != len(fact.args):
             raise EngineError(f"update {i}: {fact} has {len(fact.args)} arguments, "
                               f"{fact.relation} takes {want}")
-        out.append(item)
     return out
 
 
