@@ -411,14 +411,24 @@ def test_row_keys_are_exact_and_probes_miss_what_was_never_stored(
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(-3, 40), max_size=60), st.lists(st.integers(-3, 40), max_size=60))
-def test_distinct_and_union_are_numpys(a: list[int], b: list[int]) -> None:
-    from netrules.engine.columnar.sets import distinct, union
+@given(st.lists(st.integers(-3, 40), max_size=60), st.lists(st.integers(-3, 40), max_size=60),
+       st.sampled_from([2, 10**9]), st.sampled_from([np.int64, np.int32]),
+       st.sampled_from([0, 1 << 34, -(1 << 20)]))
+def test_distinct_and_union_are_numpys(a: list[int], b: list[int], bitmap_min: int,
+                                       dtype: type, shift: int) -> None:
+    """By the bitmap (``bitmap_min`` 2: every array of two ids or more whose span allows it)
+    and by the sort, on row ids and on gids far from zero."""
+    from unittest import mock
 
-    x, y = np.array(a, np.int64), np.array(b, np.int64)
-    assert distinct(x).tolist() == np.unique(x).tolist()
-    assert union(x, y).tolist() == np.union1d(x, y).tolist()
-    assert distinct(x).dtype == x.dtype
+    from netrules.engine.columnar import sets
+
+    x = np.array(a, np.int64) + (shift if dtype is np.int64 else 0)
+    y = np.array(b, np.int64) + (shift if dtype is np.int64 else 0)
+    x, y = x.astype(dtype), y.astype(dtype)
+    with mock.patch.object(sets, "BITMAP_MIN", bitmap_min):
+        assert sets.distinct(x).tolist() == np.unique(x).tolist()
+        assert sets.union(x, y).tolist() == np.union1d(x, y).tolist()
+        assert sets.distinct(x).dtype == x.dtype
 
 
 @settings(max_examples=80, deadline=None)
