@@ -346,41 +346,46 @@ class BaseLedger:
         update of it. Whether some insertion reached a register matters only where the last
         update deletes what the register did not hold inserted (a pending deletion, rare),
         so the batch is searched for one only then. One pass, then one per register: a
-        200-link batch 636 -> 299 µs."""
-        last: dict[tuple, tuple[int, Update]] = {}
+        200-link batch 636 -> 299 µs; then 204 -> 180 µs (TataNld's 100 links down, the
+        ledger alone) by keeping a relation's key getter across the batch and carrying
+        (place, sign, fact) instead of unpacking each update again."""
+        last: dict[tuple, tuple[int, str, Fact]] = {}
         picks = self.__dict__.setdefault("_picks", {})  # (a ledger pickled before it had one)
         missing = _MISSING
+        rel_was, spec = None, None  # a batch is mostly of one relation: its getter kept
         for i, item in enumerate(batch):
             if len(item) > 2 and item[2] is not None:
                 return None
             fact = item[1]
             rel, args = fact.relation, fact.args
-            spec = picks.get(rel, missing)
-            if spec is missing:
-                spec = picks[rel] = self._pick_of(rel)
+            if rel is not rel_was:
+                spec = picks.get(rel, missing)
+                if spec is missing:
+                    spec = picks[rel] = self._pick_of(rel)
+                rel_was = rel
             last[(rel, args) if spec is None or spec[0] >= len(args)
-                 else (rel, spec[1](args))] = (i, item)
+                 else (rel, spec[1](args))] = (i, item[0], fact)
         regs, clock, base = self.regs, self.clock, self.arrivals + 1
         write_of, unique = tuple.__new__, _UNIQUE
         orphans = self._orphan_regs() if write else None
         now: dict[tuple, _Write] = {}
         appeared, vanished = set(), set()
         unheld: list[tuple] = []  # deleted by the batch, not held inserted before it
-        for reg, (i, (sign, fact, *_)) in last.items():
-            old = regs.get(reg)
-            held = old is not None and old.inserted
+        get = regs.get
+        for reg, (i, sign, fact) in last.items():
+            old = get(reg)
             if sign == "+":
                 now[reg] = write_of(_Write, (((clock, base + i, "", 0), False, unique), sign,
                                              fact, True))
                 if orphans:
                     orphans.discard(reg)
-                was = old.fact if old is not None and old.sign == "+" else None
-                if was is None:
+                if old is None or old.sign != "+":
                     appeared.add(fact)
-                elif was is not fact and was != fact:
+                elif (was := old.fact) is not fact and was != fact:
                     vanished.add(was)
                     appeared.add(fact)
                 continue
+            held = old is not None and old.inserted
             now[reg] = write_of(_Write, (((clock, base + i, "", 0), True, unique), sign, fact,
                                          held))
             if not held:
