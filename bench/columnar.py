@@ -262,7 +262,7 @@ def sizing(sizes: list[int], doc: bool) -> None:
     lines.append(f"| **75,000 (extrapolated)** | | {fit['facts'][1]:.1e} | "
                  f"{fit['materialise_s'][1] / 3600:.1f} h | "
                  f"{fit['rss_growth_mib'][1] / 2**20:.2f} TiB | | "
-                 f"{fit['p50_ms'][1] / 1e3:.1f} s |")
+                 f"{fit['p50_ms'][1]:,.0f} ms |")  # (tens of ms: seconds printed 0.0)
     lines += ["", "Fitted exponents (time or size ∝ nodes^b): "
               + ", ".join(f"{k} b = {v[0]:.2f}" for k, v in fit.items()) + "."]
     text = "\n".join(lines)
