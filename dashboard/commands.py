@@ -17,7 +17,7 @@ from netrules import settings
 from netrules.errors import NetrulesError
 from netrules.store import open_store
 
-__all__ = ["APP", "SERVE", "streamlit_command", "dashboard"]
+__all__ = ["APP", "SERVE", "streamlit_command", "dashboard", "serve"]
 
 APP = Path(__file__).resolve().parent / "app.py"
 #: ``streamlit run`` with the app's heavy imports done before the first visit.
@@ -58,8 +58,19 @@ def dashboard(store: str, port: int, host: str) -> None:
     env = {**os.environ, "NETRULES_STORE": store}
     click.echo(f"netrules dashboard: http://{host}:{port}  (store {store}; Ctrl-C stops it)",
                err=True)
+    sys.exit(serve(streamlit_command(host, port), env))
+
+
+def serve(cmd: list[str], env: dict[str, str]) -> int:
+    """Run the server as this process (POSIX ``exec``): a supervisor's SIGTERM, or a
+    ``kill`` of the pid it started, then stops the server itself. As a child it outlived a
+    terminated ``netrules dashboard`` and kept the port (seen in an operator's check,
+    2026-11-28). Elsewhere the server runs as a child and Ctrl-C ends both."""
+    if os.name == "posix":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(cmd[0], cmd, env)  # does not return
     try:
-        code = subprocess.call(streamlit_command(host, port), env=env)
+        return subprocess.call(cmd, env=env)
     except KeyboardInterrupt:
-        code = 0
-    sys.exit(code)
+        return 0

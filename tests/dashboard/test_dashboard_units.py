@@ -135,8 +135,7 @@ def test_map_escapes_names() -> None:
 def test_dashboard_command_binds_loopback_and_passes_the_store(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls = []
-    monkeypatch.setattr(commands.subprocess, "call",
-                        lambda cmd, env: calls.append((cmd, env)) or 0)
+    monkeypatch.setattr(commands, "serve", lambda cmd, env: calls.append((cmd, env)) or 0)
     store = str(tmp_path / "s.db")
     open_store(store).close()
     result = CliRunner().invoke(commands.dashboard, ["--store", store, "--port", "8600"])
@@ -151,6 +150,55 @@ def test_dashboard_command_binds_loopback_and_passes_the_store(
     assert env["NETRULES_STORE"] == store
     result = CliRunner().invoke(commands.dashboard, ["--store", store, "--host", "0.0.0.0"])
     assert "no authentication" in result.output
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the launcher execs the server on POSIX")
+def test_a_terminated_dashboard_leaves_no_server_behind(tmp_path: Path) -> None:
+    """SIGTERM to the pid ``netrules dashboard`` started stops the server and frees its port
+    (the server ran as a child that outlived it, still serving, before)."""
+    import os
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    store = str(tmp_path / "s.db")
+    open_store(store).close()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    log = (tmp_path / "dashboard.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "netrules.cli", "dashboard", "--store", store,
+                             "--port", str(port)], cwd=tmp_path, env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
+
+    def serving() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
+                                        timeout=1) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    try:
+        t0 = time.monotonic()
+        while not serving():
+            assert proc.poll() is None, (tmp_path / "dashboard.log").read_text()
+            assert time.monotonic() - t0 < 60, "the dashboard did not start"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        t0 = time.monotonic()
+        while serving() and time.monotonic() - t0 < 10:
+            time.sleep(0.1)
+        assert not serving(), "a server still answers on the port after SIGTERM"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
 
 
 def test_one_dashboard_command_with_the_settings_default(tmp_path: Path) -> None:
