@@ -274,16 +274,16 @@ class BatchProcessor:
             # built from the ids (pipeline/bulk.py)
             bulk_rows = bulk.store_rows(delta, self.plan, self.keep)  # type: ignore[arg-type]
             added, removed, view_has = self._alert_inputs(delta)
-            derivs_added, derivs_removed, n_skipped = bulk.derivations(
-                delta, self.plan, self.max_derivations)  # type: ignore[arg-type]
+            texts, n_skipped = bulk.derivations(delta, self.plan,  # type: ignore[arg-type]
+                                                self.max_derivations)
             witnesses = self._aggregate_derivations(delta, self.max_derivations
-                                                    - len(derivs_added))
-            derivs_added += witnesses
+                                                    - len(texts.added))
+            derivs_added = witnesses
             # deleted by key, so in any order: sorting tens of thousands of path facts by
             # Fact.key cost seconds a batch
-            derivs_removed = list(dict.fromkeys([*derivs_removed,
-                                                 *(f for f, _, _ in witnesses)]))
+            derivs_removed = list(dict.fromkeys(f for f, _, _ in witnesses))
         else:
+            texts = None
             added, removed = (self._kept(d) for d in delta.facts(self.plan))
             derivs_added, derivs_removed, n_skipped = self._derivations(added, removed)
             view_has = view_has_from_store(self.store, self.rules, added, removed)
@@ -296,7 +296,8 @@ class BatchProcessor:
         stats.update({
             "events": len(fresh), "duplicates": len(events) - len(fresh),
             "ignored": dict(ignored), "bad_lines": bad[:20], "bad_line_count": len(bad),
-            "derivations": len(derivs_added), "derivations_skipped": n_skipped,
+            "derivations": len(derivs_added) + (len(texts.added) if texts else 0),
+            "derivations_skipped": n_skipped,
             "engine_seconds": round(t_engine, 6), "ledger": ledger_extras(self.engine),
         })
         checkpoint = getattr(self.engine, "checkpoint", None)
@@ -310,7 +311,7 @@ class BatchProcessor:
                              derivations_added=derivs_added,
                              derivations_removed=derivs_removed, link_states=link_states,
                              alerts_raised=raised, alerts_cleared=cleared, stats=stats,
-                             bulk=bulk_rows)
+                             bulk=bulk_rows, derivation_texts=texts)
         stats["seconds"] = round(time.perf_counter() - t0, 6)
         written = self.store.write_batch(record)
         stats["seconds_total"] = round(time.perf_counter() - t0, 6)  # for the console only

@@ -16,7 +16,9 @@ rules in bulk: no Fact object per changed fact.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
+from itertools import repeat
 
 import numpy as np
 
@@ -26,10 +28,10 @@ from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.supports import gid, split_gid
 from netrules.engine.strategies.columnar import ColumnDelta
 from netrules.facts import Fact, Value, value_from_json
-from netrules.pipeline.bulk_rows import IdRows
+from netrules.pipeline.bulk_rows import IdRows, args_texts
 from netrules.pipeline.decode import decode_rows
 from netrules.plan import Plan
-from netrules.store import BulkRows
+from netrules.store import BulkRows, DerivationTexts
 
 __all__ = ["is_columnar", "store_rows", "alert_inputs", "derivations"]
 
@@ -141,8 +143,12 @@ def active_alert_keys(alerts: Iterable[object], keyed: Mapping[str, tuple[int, .
 
 
 def derivations(delta: ColumnDelta, plan: Plan, limit: int
-                ) -> tuple[list[tuple[Fact, str, list[Fact]]], list[Fact], int]:
-    """(derivations to write, facts whose derivations to drop, facts skipped by ``limit``)."""
+                ) -> tuple[DerivationTexts, int]:
+    """(the derivations to write and the facts whose derivations to drop, as the store's
+    texts; the facts skipped by ``limit``). Each fact's text is rendered once from its id
+    row (``bulk_rows.args_texts``) and a body is joined from its facts' texts: a link event
+    on americas rewrites up to ``limit`` (20,000) derivations, and a Fact and a JSON
+    encoding each were most of such a batch."""
     prog = delta.prog
     visible = {prog.codes[r] for r in plan.visible if r in prog.codes}
     aux = {prog.codes[r] for r in plan.aux if r in prog.codes}
@@ -150,10 +156,12 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int
     code, _ = split_gid(changed)
     changed = changed[np.isin(code, list(visible))]
     changed = changed[prog.alive_gids(changed)]
-    drop: list[Fact] = []
+    out = DerivationTexts()
     for rel, (_, rem_rows) in delta.columns.items():
         if rel in plan.visible and len(rem_rows):
-            drop.extend(_facts(prog, plan, rel, prog.rels[rel].cols[rem_rows]))
+            out.relations.add(rel)
+            out.removed.extend(zip(repeat(rel), args_texts(
+                prog.values, prog.rels[rel].cols[rem_rows].astype(np.int64))))
     skipped = max(0, len(changed) - limit)
     changed = _least(changed, prog.rank_of(changed), limit)
     sids = prog.supports.first_of(changed)
@@ -161,14 +169,36 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int
     changed, sids = changed[ok], sids[ok]
     bodies = _bodies(prog, sids, aux)
     need = distinct(np.concatenate([changed, *bodies])) if len(changed) else changed
-    fact = _decode_gids(prog, plan, need)
-    rows: list[tuple[Fact, str, list[Fact]]] = []
+    args, item = _texts_of_gids(prog, plan, need)
     labels = [r.rule.label or str(r.rule.head) for r in prog.rule_list]
-    for g, s, body in zip(changed.tolist(), sids.tolist(), bodies, strict=True):
-        rows.append((fact[g], labels[int(prog.supports.rule[s])],
-                     [fact[b] for b in dict.fromkeys(body.tolist())]))
-    drop.extend(f for f, _, _ in rows)
-    return rows, list(dict.fromkeys(drop)), skipped  # deletions: any order will do
+    rules = prog.supports.rule[sids].tolist()
+    for g, r, body in zip(changed.tolist(), rules, bodies, strict=True):
+        rel, text = args[g]
+        out.removed.append((rel, text))
+        out.added.append((rel, text, labels[r],
+                          "[" + ",".join(item[b] for b in dict.fromkeys(body.tolist())) + "]"))
+    out.relations.update(prog.names[int(c)] for c in distinct(need >> np.int64(34)).tolist())
+    out.removed = list(dict.fromkeys(out.removed))  # deletions: any order will do
+    return out, skipped
+
+
+def _texts_of_gids(prog: ColumnarProgram, plan: Plan, gids: np.ndarray
+                   ) -> tuple[dict[int, tuple[str, str]], dict[int, str]]:
+    """Per gid, (relation, args text) and its body item ``[relation,args,loc]`` as
+    ``store._body_json`` writes it."""
+    args: dict[int, tuple[str, str]] = {}
+    item: dict[int, str] = {}
+    code, rows = split_gid(gids)
+    for c in distinct(code).tolist():
+        m = code == c
+        rel = prog.names[c]
+        texts = args_texts(prog.values, prog.rels[rel].cols[rows[m]].astype(np.int64))
+        head = f"[{json.dumps(rel)},"
+        tail = f",{json.dumps(plan.locspec.get(rel, 0))}]"
+        for g, t in zip(gids[m].tolist(), texts, strict=True):
+            args[g] = (rel, t)
+            item[g] = head + t + tail
+    return args, item
 
 
 def _least(gids: np.ndarray, rank: np.ndarray, limit: int) -> np.ndarray:

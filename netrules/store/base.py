@@ -41,6 +41,7 @@ __all__ = [
     "BatchRecord",
     "BatchSummary",
     "BulkRows",
+    "DerivationTexts",
     "RowSource",
     "TextRows",
     "Change",
@@ -95,6 +96,11 @@ def _body_json(body: Sequence[Fact]) -> str:
     # [relation, args, loc]: the spec's [relation, args] pair plus the @ position so a `why`
     # tree prints body facts exactly as the engine saw them; readers may ignore the third item.
     return _dumps([[f.relation, f.args, f.loc] for f in body])
+
+
+def _support_key(rule: str, body_text: str) -> str:
+    """A derivation's identity among its head's: the rule and the body, hashed."""
+    return hashlib.sha1(f"{rule}\n{body_text}".encode()).hexdigest()
 
 
 def _body_from_json(text: str) -> list[Fact]:
@@ -199,6 +205,20 @@ class BulkRows:
 
 
 @dataclass
+class DerivationTexts:
+    """A batch's derivations already in the store's form, rendered from id columns: a link
+    event on a backbone rewrites thousands (the facts whose kept support changed, up to the
+    pipeline's limit), and a Fact and a JSON encoding each cost 0.3-0.5 s of such a batch.
+    ``removed``: (relation, args text) whose derivations go; ``added``: (relation, args text,
+    rule, body text), the body as ``_body_json`` writes it; ``relations``: every relation
+    named in them, heads and bodies."""
+
+    removed: list[tuple[str, str]] = field(default_factory=list)
+    added: list[tuple[str, str, str, str]] = field(default_factory=list)
+    relations: set[str] = field(default_factory=set)
+
+
+@dataclass
 class BatchRecord:
     """Everything one engine batch changes, written by :meth:`Store.write_batch` atomically.
 
@@ -220,6 +240,7 @@ class BatchRecord:
     alerts_cleared: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     bulk: BulkRows | None = None
+    derivation_texts: DerivationTexts | None = None  # applied with the two lists above
 
     def counts(self) -> tuple[dict[str, int], dict[str, int]]:
         """Facts added and removed per relation (from ``bulk`` when the batch carries it)."""
@@ -244,6 +265,11 @@ class BatchRecord:
                 raise StoreError(f"batch {self.batch_id}: rule label must be text, not {rule!r}")
         for f in self.derivations_removed:
             check_relation(f.relation)
+        if self.derivation_texts is not None:
+            for rel in self.derivation_texts.relations:
+                check_relation(rel)
+            if not all(isinstance(r, str) for _, _, r, _ in self.derivation_texts.added):
+                raise StoreError(f"batch {self.batch_id}: rule labels must be text")
         for link in self.link_states:
             if len(link) != 4 or link[3] not in _LINK_STATES:
                 raise StoreError(f"batch {self.batch_id}: bad link state {link!r}")
@@ -466,17 +492,17 @@ class Store(ABC):
                        + [(bid, len(gone) + seq, t, rel, args, pos, "+")
                           for seq, (rel, args, pos, _) in enumerate(came)])
                 self._insert_changes(log)
+            texts = batch.derivation_texts or DerivationTexts()
             self._executemany("DELETE FROM derivations WHERE relation = ? AND args = ?",
-                              [(f.relation, args_json(f.args)) for f in batch.derivations_removed])
-            drows = []
-            for head, rule, body in batch.derivations_added:
-                body_text = _body_json(body)
-                key = hashlib.sha1(f"{rule}\n{body_text}".encode()).hexdigest()
-                drows.append((head.relation, args_json(head.args), key, rule, body_text))
+                              [*((f.relation, args_json(f.args))
+                                 for f in batch.derivations_removed), *texts.removed])
+            drows = [(head.relation, args_json(head.args), rule, _body_json(body))
+                     for head, rule, body in batch.derivations_added]
             self._executemany(
                 "INSERT INTO derivations (relation, args, support_key, rule, body) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (relation, args, support_key) DO NOTHING",
-                drows)
+                [(rel, args, _support_key(rule, body), rule, body)
+                 for rel, args, rule, body in [*drows, *texts.added]])
             self._executemany(
                 "INSERT INTO topology_links (src, dst, cost, state) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (src, dst) DO UPDATE SET "

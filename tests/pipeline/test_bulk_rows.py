@@ -105,3 +105,88 @@ def test_a_batchs_derivations_are_the_least_changed_facts_by_rank_then_gid(
     rank = np.array([r for _, r in facts], dtype=np.int64)
     want = [g for r, g in sorted((r, g) for g, r in facts)][:max(limit, 0)]
     assert _least(gids, rank, limit).tolist() == want
+
+
+def test_args_texts_are_args_json_in_the_rows_order() -> None:
+    from netrules.pipeline.bulk_rows import args_texts
+
+    rows = _rows(random.Random(11), 300) + [(x, x) for x in ODD]
+    rows = [r for r in rows if len(r) == 4] + [(*r, 0, 0) for r in rows if len(r) == 2]
+    v = Values()
+    ids = v.encode_rows(rows, 4)
+    assert args_texts(v, ids) == [args_json(r) for r in rows]
+    assert args_texts(v, ids[:0]) == []
+
+
+def _per_fact_derivations(delta, plan, limit: int) -> tuple[list, set]:
+    """What the store wrote when the pipeline handed it Facts (``bulk.derivations`` before
+    it rendered texts): the same choice of facts and supports, encoded one fact at a time."""
+    from netrules.engine.columnar.sets import distinct
+    from netrules.engine.columnar.supports import split_gid
+    from netrules.pipeline.bulk import _bodies, _decode_gids, _facts, _least
+    from netrules.store.base import _body_json
+
+    prog = delta.prog
+    visible = {prog.codes[r] for r in plan.visible if r in prog.codes}
+    aux = {prog.codes[r] for r in plan.aux if r in prog.codes}
+    changed = prog.supported_changes()
+    changed = changed[np.isin(split_gid(changed)[0], list(visible))]
+    changed = changed[prog.alive_gids(changed)]
+    drop = [f for rel, (_, rem) in delta.columns.items() if rel in plan.visible and len(rem)
+            for f in _facts(prog, plan, rel, prog.rels[rel].cols[rem])]
+    changed = _least(changed, prog.rank_of(changed), limit)
+    sids = prog.supports.first_of(changed)
+    changed, sids = changed[sids >= 0], sids[sids >= 0]
+    bodies = _bodies(prog, sids, aux)
+    need = distinct(np.concatenate([changed, *bodies])) if len(changed) else changed
+    fact = _decode_gids(prog, plan, need)
+    labels = [r.rule.label or str(r.rule.head) for r in prog.rule_list]
+    added = []
+    for g, s, body in zip(changed.tolist(), sids.tolist(), bodies, strict=True):
+        head = fact[g]
+        drop.append(head)
+        added.append((head.relation, args_json(head.args), labels[int(prog.supports.rule[s])],
+                      _body_json([fact[b] for b in dict.fromkeys(body.tolist())])))
+    return added, {(f.relation, args_json(f.args)) for f in drop}
+
+
+def test_derivation_texts_are_what_the_per_fact_store_wrote() -> None:
+    """``bulk.derivations`` renders each fact once from its ids; the rows it hands the store
+    are the per-fact encoding's, byte for byte: localised bodies (``linkD`` replaced by its
+    own body), path lists, quoted names, a relation located at its second argument, and a
+    ``limit`` that cuts the batch."""
+    from netrules import programs
+    from netrules.engine.strategies import get
+    from netrules.pipeline import bulk
+    from netrules.plan import plan_program
+
+    names = ["a", 'q"u', "Cumaná", "d", "e"]
+    links = [Fact("link", (s, d, 1 + (i % 3)), 0)
+             for i, (s, d) in enumerate((s, d) for s in names for d in names if s != d)
+             if i % 3 != 1]
+    from netrules.lang.parse import parse_program
+
+    col = get("columnar")
+    located_second = ("materialize(link, infinity, infinity, keys(1,2)).\n"
+                      "r1 reach(D,@S) :- link(@S,D,C).\n"
+                      "r2 reach(D,@S) :- link(@S,Z,C), reach(D,@Z).\n")
+    for program in ("reachability", "path_vector", located_second):
+        plan = plan_program(parse_program(program) if "\n" in program
+                            else programs.load(program))
+        state = col.materialize(plan, [])
+        rng = random.Random(program)
+        up = set()
+        for step in range(8):
+            batch = ([("+", f) for f in links] if step == 0 else
+                     [("-" if f in up and rng.random() < 0.5 else "+", f)
+                      for f in rng.sample(links, 4)])
+            for sign, f in batch:
+                (up.add if sign == "+" else up.discard)(f)
+            delta = col.apply(state, batch)
+            for limit in (20_000, 3):
+                texts, _ = bulk.derivations(delta, plan, limit)
+                added, removed = _per_fact_derivations(delta, plan, limit)
+                assert texts.added == added
+                assert set(texts.removed) == removed and len(texts.removed) == len(removed)
+                assert texts.relations >= {r for r, *_ in texts.added}
+            assert step or len(texts.added) == 3  # the limit cut the load

@@ -352,6 +352,35 @@ def test_derivations_round_trip(store: Store) -> None:
     assert store.derivations(head) == []
 
 
+def test_derivations_as_texts_are_the_derivations_as_facts(store: Store) -> None:
+    """A batch's derivations rendered by the pipeline (``DerivationTexts``) land as the same
+    rows as the Facts they stand for: the same support key (a kept support re-added in either
+    form is not duplicated), removals before additions, a bad relation name refused."""
+    from netrules.store import DerivationTexts
+    from netrules.store.base import _body_json
+
+    head = path("a", "c", ("a", "b", "c"), 2)
+    body1 = [link("a", "b"), path("b", "c", ("b", "c"), 1)]
+    body2 = [link("a", "x"), Fact("path", ("x", "c", ("x", "c"), 1), loc=None)]
+    text = DerivationTexts(added=[("path", args_json(head.args), "r2", _body_json(body1))],
+                           relations={"path", "link"})
+    store.write_batch(BatchRecord(0, 1.0, added={"path": [head]}, derivation_texts=text,
+                                  derivations_added=[(head, "r2", body2)]))
+    got = sorted(store.derivations(head), key=lambda d: [f.key() for f in d[1]])
+    assert got == [("r2", body1), ("r2", body2)]
+    store.write_batch(BatchRecord(1, 2.0, derivations_added=[(head, "r2", body1)]))
+    assert len(store.derivations(head)) == 2
+    gone = DerivationTexts(removed=[("path", args_json(head.args))],
+                           added=[("path", args_json(head.args), "r1",
+                                   _body_json([link("a", "c")]))], relations={"path", "link"})
+    store.write_batch(BatchRecord(2, 3.0, derivation_texts=gone))
+    assert store.derivations(head) == [("r1", [link("a", "c")])]
+    bad = DerivationTexts(removed=[("no such", "[]")], relations={"no such"})
+    with pytest.raises(StoreError, match="invalid relation name"):
+        store.write_batch(BatchRecord(3, 4.0, derivation_texts=bad))
+    assert store.derivations(head) == [("r1", [link("a", "c")])]
+
+
 def _alert(key: str, batch: int, trig: tuple[Event, ...] = ()) -> Alert:
     return Alert(kind="route_lost", severity="major", message=f"lost {key}", dedup_key=key,
                  subject={"src": "a", "dst": key}, raised_batch=batch, raised_time=float(batch),
