@@ -42,7 +42,7 @@ from netrules.plan import Plan
 from netrules.store import BatchRecord, Store
 
 __all__ = ["EngineLike", "EngineFactory", "BatchProcessor", "alert_config_for",
-           "engine_factory", "ledger_extras"]
+           "engine_factory", "ledger_json"]
 
 
 class EngineLike(Protocol):
@@ -125,10 +125,11 @@ def _ledger_of(engine: EngineLike) -> BaseLedger | None:
     return ledger if ledger is not None else getattr(engine, "ledger", None)
 
 
-def ledger_extras(engine: EngineLike) -> dict[str, Any]:
-    """The engine's base-fact ledger as ``BaseLedger.snapshot`` data (what a restart needs)."""
+def ledger_json(engine: EngineLike) -> str:
+    """The engine's base-fact ledger as ``BaseLedger.snapshot`` JSON text (what a restart
+    needs), joined from each register's kept text."""
     ledger = _ledger_of(engine)
-    return ledger.snapshot() if ledger is not None else {}
+    return ledger.snapshot_json() if ledger is not None else "{}"
 
 
 def _pending(engine: EngineLike) -> list[tuple[Fact, int]]:
@@ -216,7 +217,8 @@ class BatchProcessor:
             last = self.store.batches(limit=1)
             if last:
                 self.last_time = last[-1].time
-                snap = last[-1].stats.get("ledger") or {}
+                stored = self.store.ledger()  # (older stores: in the last batch's stats)
+                snap = stored if stored is not None else last[-1].stats.get("ledger") or {}
                 clock = last[-1].stats.get("clock") or {}
         ledger = _ledger_of(self.engine)
         if isinstance(snap, dict) and snap and ledger is not None:
@@ -298,7 +300,7 @@ class BatchProcessor:
             "ignored": dict(ignored), "bad_lines": bad[:20], "bad_line_count": len(bad),
             "derivations": len(derivs_added) + (len(texts.added) if texts else 0),
             "derivations_skipped": n_skipped,
-            "engine_seconds": round(t_engine, 6), "ledger": ledger_extras(self.engine),
+            "engine_seconds": round(t_engine, 6),
         })
         checkpoint = getattr(self.engine, "checkpoint", None)
         if checkpoint is not None:
@@ -311,7 +313,8 @@ class BatchProcessor:
                              derivations_added=derivs_added,
                              derivations_removed=derivs_removed, link_states=link_states,
                              alerts_raised=raised, alerts_cleared=cleared, stats=stats,
-                             bulk=bulk_rows, derivation_texts=texts)
+                             bulk=bulk_rows, derivation_texts=texts,
+                             ledger=ledger_json(self.engine))
         stats["seconds"] = round(time.perf_counter() - t0, 6)
         written = self.store.write_batch(record)
         stats["seconds_total"] = round(time.perf_counter() - t0, 6)  # for the console only

@@ -241,6 +241,10 @@ class BatchRecord:
     stats: dict[str, Any] = field(default_factory=dict)
     bulk: BulkRows | None = None
     derivation_texts: DerivationTexts | None = None  # applied with the two lists above
+    #: the engine's base-fact ledger after the batch as JSON text (``BaseLedger.
+    #: snapshot_json``): the store keeps one copy, replaced in the batch's transaction
+    #: (``Store.ledger``), for a restart
+    ledger: str | None = None
 
     def counts(self) -> tuple[dict[str, int], dict[str, int]]:
         """Facts added and removed per relation (from ``bulk`` when the batch carries it)."""
@@ -265,6 +269,8 @@ class BatchRecord:
                 raise StoreError(f"batch {self.batch_id}: rule label must be text, not {rule!r}")
         for f in self.derivations_removed:
             check_relation(f.relation)
+        if self.ledger is not None and not isinstance(self.ledger, str):
+            raise StoreError(f"batch {self.batch_id}: the ledger must be JSON text")
         if self.derivation_texts is not None:
             for rel in self.derivation_texts.relations:
                 check_relation(rel)
@@ -275,6 +281,8 @@ class BatchRecord:
                 raise StoreError(f"batch {self.batch_id}: bad link state {link!r}")
 
 
+#: The meta key of the base-fact ledger the last batch left.
+_LEDGER_KEY = "ledger"
 _DELETE_VIEW = "DELETE FROM views WHERE relation = ? AND args = ?"
 _ON_VIEW_CONFLICT = (" ON CONFLICT (relation, args) DO UPDATE SET loc = excluded.loc, "
                      "loc_pos = excluded.loc_pos, batch_id = excluded.batch_id")
@@ -395,12 +403,27 @@ class Store(ABC):
         """Set one metadata value (e.g. program name/text, collector settings)."""
         self._writable()
         with self._op("writing meta"), self._transaction():
-            self._execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
-                          "DO UPDATE SET value = excluded.value", (key, str(value)))
+            self._put_meta(key, str(value))
+
+    def _put_meta(self, key: str, value: str) -> None:
+        self._execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                      "DO UPDATE SET value = excluded.value", (key, value))
 
     def meta(self) -> dict[str, str]:
+        """The metadata values, but the pipeline's own state (``ledger``: too large to hand
+        every reader of the program's name)."""
         with self._op("reading meta"):
-            return dict(self._execute("SELECT key, value FROM meta ORDER BY key").fetchall())
+            return dict(self._execute("SELECT key, value FROM meta WHERE key <> ? ORDER BY key",
+                                      (_LEDGER_KEY,)).fetchall())
+
+    def ledger(self) -> dict[str, Any] | None:
+        """The base-fact ledger the last written batch left (``BatchRecord.ledger``), or None
+        (no batch yet, or a store written before the ledger was kept apart: a restart then
+        reads it from the last batch's statistics, where it used to ride)."""
+        with self._op("reading the ledger"):
+            row = self._execute("SELECT value FROM meta WHERE key = ?",
+                                (_LEDGER_KEY,)).fetchone()
+        return None if row is None else json.loads(row[0])
 
     def set_program(self, name: str, text: str) -> None:
         """Record which NDlog program the views were computed by (shown by the dashboard)."""
@@ -476,6 +499,8 @@ class Store(ABC):
                  json.dumps(batch.stats, default=str, separators=(",", ":"))))
             if cur.rowcount == 0:
                 return False
+            if batch.ledger is not None:  # one copy, replaced: not one a batch
+                self._put_meta(_LEDGER_KEY, batch.ledger)
             t = float(batch.time)
             if batch.bulk is not None:
                 self._write_bulk(batch.bulk, bid, t)

@@ -117,6 +117,29 @@ def test_snapshot_round_trips_through_json(stream, cut) -> None:
     assert c.present() == a.present() and c.pending_deletions() == a.pending_deletions()
 
 
+@settings(max_examples=60, deadline=None)
+@given(stream=events, cuts=st.lists(st.integers(0, 30), max_size=4))
+def test_snapshot_text_kept_per_register_is_the_snapshot_each_batch(stream, cuts) -> None:
+    """``snapshot_json`` joins each register's text kept from its write: after every batch
+    it is the JSON of a snapshot made afresh (no register's text left from an older write),
+    and it restores the same ledger."""
+    led = BaseLedger.for_plan(REACH)
+    fresh = BaseLedger.for_plan(REACH)
+    at = 0
+    for cut in [*sorted(cuts), len(stream)]:
+        led.apply(stream[at:cut])
+        fresh.apply(stream[at:cut])
+        at = max(at, cut)
+        text = led.snapshot_json()
+        made = fresh.__class__.for_plan(REACH)
+        made.restore(fresh.snapshot())
+        assert text == json.dumps(made.snapshot(), separators=(",", ":"))
+        back = BaseLedger.for_plan(REACH)
+        back.restore(json.loads(text))
+        assert back.present() == led.present()
+        assert back.pending_deletions() == led.pending_deletions()
+
+
 def _scanned_pending(led: BaseLedger) -> dict[Fact, int]:
     """The definition, read off every register (what the ledger no longer scans per batch)."""
     return {w.fact: 1 for w in led.regs.values() if w.sign == "-" and not w.inserted}

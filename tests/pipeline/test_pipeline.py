@@ -188,6 +188,40 @@ def test_restart_keeps_last_writer_wins_state(tmp_path) -> None:
     assert sorted(map(tuple, results[1]["reachable"])) == [("a", "b"), ("a", "c"), ("b", "c")]
 
 
+def test_the_store_keeps_one_ledger_not_one_a_batch(tmp_path) -> None:
+    """The ledger a restart needs is one copy in the store, replaced in each batch's
+    transaction: batches' statistics no longer carry it (a backbone's was 265 KB a batch),
+    and ``meta`` leaves it out. A store written when the ledger rode in the last batch's
+    statistics restarts from there."""
+    import json
+
+    from netrules.store import BatchRecord
+
+    ab, bc = Fact("link", ("a", "b", 1)), Fact("link", ("b", "c", 1))
+    events, db = tmp_path / "events", tmp_path / "s.db"
+    EventLog(events).append(_fact_events([("+", ab), ("+", bc)], 0))
+    run(REACH, db, events, once=True, tmp=tmp_path)
+    EventLog(events).append(_fact_events([("-", bc)], 2))
+    run(REACH, db, events, once=True, tmp=tmp_path)
+    with open_store(str(db)) as s:
+        assert all("ledger" not in b.stats for b in s.batches())
+        kept = s.ledger()
+        assert kept is not None and "ledger" not in s.meta()
+        facts = sorted(tuple(r[0]["args"]) + (r[1],) for r in kept["regs"])
+        assert facts == [("a", "b", 1, "+"), ("b", "c", 1, "-")]
+        # as an older store held it: no copy apart, the last batch's statistics instead
+        s._execute("DELETE FROM meta WHERE key = 'ledger'")
+        s._conn.commit()
+        last = s.batches(limit=1)[-1].batch_id
+        s.write_batch(BatchRecord(last + 1, 9.0, stats={"ledger": kept}))
+        assert s.ledger() is None
+    EventLog(events).append([Event("late:1", 0.5, "late", EventKind.FACT, "+", bc)])
+    run(REACH, db, events, once=True, tmp=tmp_path)  # older than -bc: it loses
+    with open_store(str(db), read_only=True) as s:
+        assert sorted(map(tuple, s.snapshot()["reachable"])) == [("a", "b")]
+        assert json.loads(json.dumps(s.ledger()))["regs"]
+
+
 def test_replayed_batch_id_and_applied_events_are_skipped(tmp_path) -> None:
     _, (initial, fail, _) = line_events()
     events, db = tmp_path / "events", tmp_path / "s.db"
