@@ -168,15 +168,15 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int
     ok = sids >= 0
     changed, sids = changed[ok], sids[ok]
     bodies = _bodies(prog, sids, aux)
-    need = distinct(np.concatenate([changed, *bodies])) if len(changed) else changed
+    need = distinct(np.concatenate([changed, bodies[bodies >= 0]])) if len(changed) else changed
     args, item = _texts_of_gids(prog, plan, need)
     labels = [r.rule.label or str(r.rule.head) for r in prog.rule_list]
     rules = prog.supports.rule[sids].tolist()
-    for g, r, body in zip(changed.tolist(), rules, bodies, strict=True):
+    for g, r, body in zip(changed.tolist(), rules, bodies.tolist(), strict=True):
         rel, text = args[g]
         out.removed.append((rel, text))
-        out.added.append((rel, text, labels[r],
-                          "[" + ",".join(item[b] for b in dict.fromkeys(body.tolist())) + "]"))
+        out.added.append((rel, text, labels[r], "[" + ",".join(
+            item[b] for b in dict.fromkeys(body) if b >= 0) + "]"))
     out.relations.update(prog.names[int(c)] for c in distinct(need >> np.int64(34)).tolist())
     out.removed = list(dict.fromkeys(out.removed))  # deletions: any order will do
     return out, skipped
@@ -216,31 +216,50 @@ def _least(gids: np.ndarray, rank: np.ndarray, limit: int) -> np.ndarray:
     return gids[np.lexsort((gids, rank))]
 
 
-def _bodies(prog: ColumnarProgram, sids: np.ndarray, aux: set[int]) -> list[np.ndarray]:
-    """Each support's body gids, an auxiliary (localization) fact replaced by its own kept
-    support's body (the store shows the facts a user wrote); the auxiliary facts' supports
-    are looked up once, together."""
-    return _expand_aux(prog, [row[row >= 0] for row in prog.supports.bodies(sids)], aux)
+def _bodies(prog: ColumnarProgram, sids: np.ndarray, aux: set[int]) -> np.ndarray:
+    """Each support's body gids (a row each, -1 past its end), an auxiliary (localization)
+    fact replaced by its own kept support's body (the store shows the facts a user wrote)."""
+    return _expand_rows(prog, prog.supports.bodies(sids), aux)
 
 
 def _expand_aux(prog: ColumnarProgram, out: list[np.ndarray], aux: set[int]
                 ) -> list[np.ndarray]:
     """Bodies (gids) with each auxiliary fact replaced by its own kept support's body."""
+    width = max((len(r) for r in out), default=0)
+    rows = np.full((len(out), max(width, 1)), -1, dtype=np.int64)
+    for i, r in enumerate(out):
+        rows[i, : len(r)] = r
+    return [r[r >= 0] for r in _expand_rows(prog, rows, aux)]
+
+
+def _expand_rows(prog: ColumnarProgram, rows: np.ndarray, aux: set[int]) -> np.ndarray:
+    """``rows`` of body gids (-1 padded) with each auxiliary fact replaced, in place, by its
+    own kept support's body (itself where it has none), as array passes: a link event's
+    20,000 derivations were a Python list per body."""
+    rows = np.asarray(rows, dtype=np.int64)
+    codes = np.array(sorted(aux), dtype=np.int64)
     for _ in range(8):  # auxiliary relations may feed each other; they never recurse
-        flat = np.concatenate(out) if out else np.empty(0, np.int64)
-        is_aux = np.isin(flat >> np.int64(34), list(aux)) if aux else np.zeros(0, bool)
+        if not len(rows) or not len(codes):
+            break
+        is_aux = (rows >= 0) & np.isin(rows >> np.int64(34), codes)
         if not is_aux.any():
             break
-        ag = distinct(flat[is_aux])
+        ag = distinct(rows[is_aux])
         inner = prog.supports.first_of(ag)
         have = inner >= 0
-        sub = {g: [g] for g in ag[~have].tolist()}
-        for g, b in zip(ag[have].tolist(), prog.supports.bodies(inner[have]), strict=True):
-            sub[g] = b[b >= 0].tolist()
-        aux_set = set(ag.tolist())
-        out = [np.array([x for g in row.tolist() for x in (sub[g] if g in aux_set else (g,))],
-                        dtype=np.int64) for row in out]
-    return out
+        sub = np.full((len(ag), prog.supports.width), -1, dtype=np.int64)
+        sub[have] = prog.supports.bodies(inner[have])
+        sub[~have, 0] = ag[~have]
+        n, w = rows.shape
+        big = np.full((n, w, sub.shape[1]), -1, dtype=np.int64)
+        big[:, :, 0] = rows
+        big[is_aux] = sub[np.searchsorted(ag, rows[is_aux])]
+        big = big.reshape(n, -1)
+        # each row's entries moved before its -1s, in order
+        big = np.take_along_axis(big, np.argsort(big < 0, axis=1, kind="stable"), axis=1)
+        used = np.flatnonzero((big >= 0).any(axis=0))
+        rows = big[:, : int(used[-1]) + 1] if len(used) else big[:, :1]
+    return rows
 
 
 def _decode_gids(prog: ColumnarProgram, plan: Plan, gids: np.ndarray) -> dict[int, Fact]:

@@ -120,10 +120,11 @@ def test_args_texts_are_args_json_in_the_rows_order() -> None:
 
 def _per_fact_derivations(delta, plan, limit: int) -> tuple[list, set]:
     """What the store wrote when the pipeline handed it Facts (``bulk.derivations`` before
-    it rendered texts): the same choice of facts and supports, encoded one fact at a time."""
+    it rendered texts and expanded bodies as arrays): the same choice of facts and supports,
+    expanded and encoded one fact at a time."""
     from netrules.engine.columnar.sets import distinct
     from netrules.engine.columnar.supports import split_gid
-    from netrules.pipeline.bulk import _bodies, _decode_gids, _facts, _least
+    from netrules.pipeline.bulk import _decode_gids, _facts, _least
     from netrules.store.base import _body_json
 
     prog = delta.prog
@@ -137,7 +138,19 @@ def _per_fact_derivations(delta, plan, limit: int) -> tuple[list, set]:
     changed = _least(changed, prog.rank_of(changed), limit)
     sids = prog.supports.first_of(changed)
     changed, sids = changed[sids >= 0], sids[sids >= 0]
-    bodies = _bodies(prog, sids, aux)
+    bodies = [row[row >= 0] for row in prog.supports.bodies(sids)]
+    for _ in range(8):  # each auxiliary fact replaced by its own kept support's body
+        flat = np.concatenate(bodies) if bodies else np.empty(0, np.int64)
+        is_aux = np.isin(flat >> np.int64(34), list(aux))
+        if not is_aux.any():
+            break
+        sub = {}
+        for g in distinct(flat[is_aux]).tolist():
+            s = prog.supports.first_of(np.array([g]))[0]
+            body = prog.supports.bodies(np.array([s]))[0] if s >= 0 else np.array([g])
+            sub[g] = body[body >= 0].tolist()
+        bodies = [np.array([x for g in row.tolist() for x in sub.get(g, (g,))], np.int64)
+                  for row in bodies]
     need = distinct(np.concatenate([changed, *bodies])) if len(changed) else changed
     fact = _decode_gids(prog, plan, need)
     labels = [r.rule.label or str(r.rule.head) for r in prog.rule_list]
@@ -153,8 +166,8 @@ def _per_fact_derivations(delta, plan, limit: int) -> tuple[list, set]:
 def test_derivation_texts_are_what_the_per_fact_store_wrote() -> None:
     """``bulk.derivations`` renders each fact once from its ids; the rows it hands the store
     are the per-fact encoding's, byte for byte: localised bodies (``linkD`` replaced by its
-    own body), path lists, quoted names, a relation located at its second argument, and a
-    ``limit`` that cuts the batch."""
+    own body, one of two atoms too), path lists, quoted names, a relation located at its
+    second argument, and a ``limit`` that cuts the batch."""
     from netrules import programs
     from netrules.engine.strategies import get
     from netrules.pipeline import bulk
@@ -170,14 +183,18 @@ def test_derivation_texts_are_what_the_per_fact_store_wrote() -> None:
     located_second = ("materialize(link, infinity, infinity, keys(1,2)).\n"
                       "r1 reach(D,@S) :- link(@S,D,C).\n"
                       "r2 reach(D,@S) :- link(@S,Z,C), reach(D,@Z).\n")
-    for program in ("reachability", "path_vector", located_second):
+    two_atom_aux = ("materialize(link, infinity, infinity, keys(1,2)).\n"
+                    "materialize(tag, infinity, infinity, keys(1)).\n"
+                    "t1 two(@S,D) :- link(@S,Z,C1), tag(@S,K), link(@Z,D,C2).\n")
+    tags = [("+", Fact("tag", (n, i), 0)) for i, n in enumerate(names)]
+    for program in ("reachability", "path_vector", located_second, two_atom_aux):
         plan = plan_program(parse_program(program) if "\n" in program
                             else programs.load(program))
         state = col.materialize(plan, [])
         rng = random.Random(program)
         up = set()
         for step in range(8):
-            batch = ([("+", f) for f in links] if step == 0 else
+            batch = ([("+", f) for f in links] + tags * ("tag" in program) if step == 0 else
                      [("-" if f in up and rng.random() < 0.5 else "+", f)
                       for f in rng.sample(links, 4)])
             for sign, f in batch:
