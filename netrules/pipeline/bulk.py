@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from netrules.engine.columnar.keys import pack
 from netrules.engine.columnar.psn import ColumnarProgram
@@ -28,8 +30,9 @@ from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.supports import gid, split_gid
 from netrules.engine.strategies.columnar import ColumnDelta
 from netrules.facts import Fact, Value, value_from_json
-from netrules.pipeline.bulk_rows import IdRows, args_texts
+from netrules.pipeline.bulk_rows import IdRows, args_texts, json_array
 from netrules.pipeline.decode import decode_rows
+from netrules.pipeline.texts import STR
 from netrules.plan import Plan
 from netrules.store import BulkRows, DerivationTexts
 
@@ -161,7 +164,7 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int
         if rel in plan.visible and len(rem_rows):
             out.relations.add(rel)
             out.removed.extend(zip(repeat(rel), args_texts(
-                prog.values, prog.rels[rel].cols[rem_rows].astype(np.int64))))
+                prog.values, prog.rels[rel].cols[rem_rows].astype(np.int64)).to_pylist()))
     skipped = max(0, len(changed) - limit)
     changed = _least(changed, prog.rank_of(changed), limit)
     sids = prog.supports.first_of(changed)
@@ -169,36 +172,61 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int
     changed, sids = changed[ok], sids[ok]
     bodies = _bodies(prog, sids, aux)
     need = distinct(np.concatenate([changed, bodies[bodies >= 0]])) if len(changed) else changed
-    args, item = _texts_of_gids(prog, plan, need)
+    texts, items, rel_of = _texts_of_gids(prog, plan, need)
     labels = [r.rule.label or str(r.rule.head) for r in prog.rule_list]
-    rules = prog.supports.rule[sids].tolist()
-    for g, r, body in zip(changed.tolist(), rules, bodies.tolist(), strict=True):
-        rel, text = args[g]
-        out.removed.append((rel, text))
-        out.added.append((rel, text, labels[r], "[" + ",".join(
-            item[b] for b in dict.fromkeys(body) if b >= 0) + "]"))
+    at = np.searchsorted(need, changed)
+    heads = list(zip(rel_of[at].tolist(), texts.take(pa.array(at)).to_pylist(), strict=True))
+    out.removed.extend(heads)
+    out.added.extend((rel, text, labels[r], body) for (rel, text), r, body in zip(
+        heads, prog.supports.rule[sids].tolist(), _body_texts(items, need, bodies),
+        strict=True))
     out.relations.update(prog.names[int(c)] for c in distinct(need >> np.int64(34)).tolist())
     out.removed = list(dict.fromkeys(out.removed))  # deletions: any order will do
     return out, skipped
 
 
 def _texts_of_gids(prog: ColumnarProgram, plan: Plan, gids: np.ndarray
-                   ) -> tuple[dict[int, tuple[str, str]], dict[int, str]]:
-    """Per gid, (relation, args text) and its body item ``[relation,args,loc]`` as
-    ``store._body_json`` writes it."""
-    args: dict[int, tuple[str, str]] = {}
-    item: dict[int, str] = {}
+                   ) -> tuple[pa.Array, pa.Array, np.ndarray]:
+    """For sorted ``gids``: each one's args text, its body item ``[relation,args,loc]`` as
+    ``store._body_json`` writes it, and its relation's name, in ``gids``' order."""
     code, rows = split_gid(gids)
-    for c in distinct(code).tolist():
+    texts, items = [], []
+    rel_of = np.empty(len(gids), dtype=object)
+    for c in distinct(code).tolist():  # ascending, as the gids are
         m = code == c
         rel = prog.names[c]
-        texts = args_texts(prog.values, prog.rels[rel].cols[rows[m]].astype(np.int64))
-        head = f"[{json.dumps(rel)},"
-        tail = f",{json.dumps(plan.locspec.get(rel, 0))}]"
-        for g, t in zip(gids[m].tolist(), texts, strict=True):
-            args[g] = (rel, t)
-            item[g] = head + t + tail
-    return args, item
+        t = args_texts(prog.values, prog.rels[rel].cols[rows[m]].astype(np.int64))
+        texts.append(t)
+        items.append(pc.binary_join_element_wise(
+            pa.scalar(f"[{json.dumps(rel)},", STR), t,
+            pa.scalar(f",{json.dumps(plan.locspec.get(rel, 0))}]", STR), pa.scalar("", STR)))
+        rel_of[m] = rel
+    if not texts:
+        empty = pa.array([], type=STR)
+        return empty, empty, rel_of
+    return pa.concat_arrays(texts), pa.concat_arrays(items), rel_of
+
+
+def _body_texts(items: pa.Array, need: np.ndarray, bodies: np.ndarray) -> list[str]:
+    """Each body's JSON text (``store._body_json``) from its facts' items (``items[k]`` for
+    ``need[k]``): a fact a body holds twice written once, as ``dict.fromkeys`` did; rows
+    joined in Arrow, grouped by how many facts they hold."""
+    b = bodies.copy()
+    n, w = b.shape
+    for j in range(1, w):
+        for k in range(j):
+            b[b[:, j] == b[:, k], j] = -1
+    b = np.take_along_axis(b, np.argsort(b < 0, axis=1, kind="stable"), axis=1)
+    count = (b >= 0).sum(axis=1)
+    out = np.empty(n, dtype=object)
+    for k in distinct(count).tolist():
+        rows = np.flatnonzero(count == k)
+        if not k:
+            out[rows] = "[]"
+            continue
+        parts = [items.take(pa.array(np.searchsorted(need, b[rows, j]))) for j in range(k)]
+        out[rows] = json_array(parts).to_pylist()
+    return out.tolist()
 
 
 def _least(gids: np.ndarray, rank: np.ndarray, limit: int) -> np.ndarray:

@@ -21,7 +21,7 @@ from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.values import SMALL, Values
 from netrules.pipeline.texts import STR, indexed_texts, loc_texts, unique_inverse
 
-__all__ = ["IdRows", "CHUNK_ROWS", "RANK_ALL", "args_texts"]
+__all__ = ["IdRows", "CHUNK_ROWS", "RANK_ALL", "args_texts", "json_array"]
 
 #: Rows rendered and handed to the store at a time: big enough that Arrow and executemany
 #: amortise their per-call cost, small enough that a chunk's Python strings stay a few MB.
@@ -92,18 +92,24 @@ def _column(values: Values, col: np.ndarray) -> tuple[pa.Array, np.ndarray, np.n
     return text, at, _rank(text, at)
 
 
-def args_texts(values: Values, ids: np.ndarray) -> list[str]:
+def args_texts(values: Values, ids: np.ndarray) -> pa.Array:
     """Each row's args text (``store.args_json`` of its values), in the rows' order: each
     distinct value's JSON rendered once and the rows joined in Arrow."""
     n, arity = ids.shape
     if not n or not arity:
-        return ["[]"] * n
+        return pa.array(["[]"] * n, type=STR)
     parts = []
     for j in range(arity):
         text, at = _texts(values, ids[:, j])
         parts.append(text.take(pa.array(at)))
-    body = parts[0] if arity == 1 else pc.binary_join_element_wise(*parts, _COMMA)
-    return pc.binary_join_element_wise(_OPEN, body, _CLOSE, _EMPTY).to_pylist()
+    return json_array(parts)
+
+
+def json_array(parts: list[pa.Array]) -> pa.Array:
+    """Per row, ``[`` + its texts in ``parts`` joined by ``,`` + ``]`` (no nulls: Arrow's
+    join that skips them dropped rows, pyarrow 26)."""
+    body = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, _COMMA)
+    return pc.binary_join_element_wise(_OPEN, body, _CLOSE, _EMPTY)
 
 
 class IdRows:

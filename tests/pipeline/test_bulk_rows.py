@@ -114,8 +114,8 @@ def test_args_texts_are_args_json_in_the_rows_order() -> None:
     rows = [r for r in rows if len(r) == 4] + [(*r, 0, 0) for r in rows if len(r) == 2]
     v = Values()
     ids = v.encode_rows(rows, 4)
-    assert args_texts(v, ids) == [args_json(r) for r in rows]
-    assert args_texts(v, ids[:0]) == []
+    assert args_texts(v, ids).to_pylist() == [args_json(r) for r in rows]
+    assert args_texts(v, ids[:0]).to_pylist() == []
 
 
 def _per_fact_derivations(delta, plan, limit: int) -> tuple[list, set]:
@@ -167,7 +167,8 @@ def test_derivation_texts_are_what_the_per_fact_store_wrote() -> None:
     """``bulk.derivations`` renders each fact once from its ids; the rows it hands the store
     are the per-fact encoding's, byte for byte: localised bodies (``linkD`` replaced by its
     own body, one of two atoms too), path lists, quoted names, a relation located at its
-    second argument, and a ``limit`` that cuts the batch."""
+    second argument, a body reading one fact twice (written once), and a ``limit`` that cuts
+    the batch."""
     from netrules import programs
     from netrules.engine.strategies import get
     from netrules.pipeline import bulk
@@ -187,7 +188,10 @@ def test_derivation_texts_are_what_the_per_fact_store_wrote() -> None:
                     "materialize(tag, infinity, infinity, keys(1)).\n"
                     "t1 two(@S,D) :- link(@S,Z,C1), tag(@S,K), link(@Z,D,C2).\n")
     tags = [("+", Fact("tag", (n, i), 0)) for i, n in enumerate(names)]
-    for program in ("reachability", "path_vector", located_second, two_atom_aux):
+    one_fact_twice = ("materialize(link, infinity, infinity, keys(1,2)).\n"
+                      "s1 twice(@S,D) :- link(@S,D,C), link(@S,D,C2), C == C2.\n")
+    for program in ("reachability", "path_vector", located_second, two_atom_aux,
+                    one_fact_twice):
         plan = plan_program(parse_program(program) if "\n" in program
                             else programs.load(program))
         state = col.materialize(plan, [])
