@@ -22,7 +22,6 @@ from itertools import repeat
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from netrules.engine.columnar.keys import pack
 from netrules.engine.columnar.psn import ColumnarProgram
@@ -197,9 +196,8 @@ def _texts_of_gids(prog: ColumnarProgram, plan: Plan, gids: np.ndarray
         rel = prog.names[c]
         t = args_texts(prog.values, prog.rels[rel].cols[rows[m]].astype(np.int64))
         texts.append(t)
-        items.append(pc.binary_join_element_wise(
-            pa.scalar(f"[{json.dumps(rel)},", STR), t,
-            pa.scalar(f",{json.dumps(plan.locspec.get(rel, 0))}]", STR), pa.scalar("", STR)))
+        items.append(json_array([pa.scalar(json.dumps(rel), STR), t,
+                                 pa.scalar(json.dumps(plan.locspec.get(rel, 0)), STR)]))
         rel_of[m] = rel
     if not texts:
         empty = pa.array([], type=STR)
@@ -248,16 +246,6 @@ def _bodies(prog: ColumnarProgram, sids: np.ndarray, aux: set[int]) -> np.ndarra
     """Each support's body gids (a row each, -1 past its end), an auxiliary (localization)
     fact replaced by its own kept support's body (the store shows the facts a user wrote)."""
     return _expand_rows(prog, prog.supports.bodies(sids), aux)
-
-
-def _expand_aux(prog: ColumnarProgram, out: list[np.ndarray], aux: set[int]
-                ) -> list[np.ndarray]:
-    """Bodies (gids) with each auxiliary fact replaced by its own kept support's body."""
-    width = max((len(r) for r in out), default=0)
-    rows = np.full((len(out), max(width, 1)), -1, dtype=np.int64)
-    for i, r in enumerate(out):
-        rows[i, : len(r)] = r
-    return [r[r >= 0] for r in _expand_rows(prog, rows, aux)]
 
 
 def _expand_rows(prog: ColumnarProgram, rows: np.ndarray, aux: set[int]) -> np.ndarray:
@@ -373,8 +361,8 @@ def aggregate_witnesses(delta: ColumnDelta, plan: Plan, facts: list[Fact],
         gids = np.stack([gid(prog.codes[atom.relation], tab.atoms[j][first])
                          for j, atom in enumerate(r.atoms)], axis=1)
         # a localized rule reads auxiliary facts the store does not keep: show their bodies
-        bodies = _expand_aux(prog, list(gids), aux) if aux else list(gids)
-        body_facts = _decode_gids(prog, plan, distinct(np.concatenate(bodies)))
-        for body, kk in zip(bodies, k[first].tolist(), strict=True):
-            out[fs[kk]] = (label, [body_facts[int(g)] for g in dict.fromkeys(body.tolist())])
+        bodies = _expand_rows(prog, gids, aux)
+        body_facts = _decode_gids(prog, plan, distinct(bodies[bodies >= 0]))
+        for body, kk in zip(bodies.tolist(), k[first].tolist(), strict=True):
+            out[fs[kk]] = (label, [body_facts[g] for g in dict.fromkeys(body) if g >= 0])
     return [(f, *out[f]) for f in facts if f in out]
