@@ -222,6 +222,10 @@ class BaseLedger:
         regs = self.regs
         return {regs[reg].fact: 1 for reg in self._orphan_regs()}
 
+    def pending_count(self) -> int:
+        """How many pending deletions there are (every batch reports it)."""
+        return len(self._orphan_regs())
+
     def _orphan_regs(self) -> set[tuple]:
         """The registers whose latest write is a pending deletion, kept up to date by every
         write: every batch reports their number, and a scan of all registers for it cost a
@@ -336,6 +340,7 @@ class BaseLedger:
                 appeared.add(is_)
         if write:
             self.regs.update(now)
+            self._wrote()
         self.last = stale
         return appeared, vanished
 
@@ -401,8 +406,12 @@ class BaseLedger:
         self.arrivals += len(batch)
         if write:
             regs.update(now)
+            self._wrote()
         self.last = Counter()
         return appeared, vanished
+
+    def _wrote(self) -> None:
+        """Called after a batch wrote ``regs`` (a subclass mirroring them hears of it)."""
 
     def _inserted_by(self, batch: list[Update], unheld: list[tuple],
                      now: dict[tuple, _Write], orphans: set[tuple] | None) -> None:
@@ -468,6 +477,7 @@ class BaseLedger:
             f = Fact.from_json(fj)
             order = ((float(t), int(n), str(src), int(seq)), sign == "-", _Tie(f))
             self.regs[self._reg(f)] = _Write(order, sign, f, bool(inserted))
+        self._wrote()
 
     def copy(self) -> BaseLedger:
         """An independent ledger in the same state (to roll back a failed batch)."""

@@ -82,6 +82,8 @@ class _Changes:
         self.batch = batch
         self.rows: dict[str, list[np.ndarray]] = {}
         self.killed: dict[str, list[np.ndarray]] = {}
+        self.settled: set[str] = set()  # relations this batch writes no more
+        self._net: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def touch(self, rel: Relation, rows: np.ndarray) -> None:
         first = rows[~rel.touched[rows]]
@@ -109,14 +111,22 @@ class _Changes:
                 rels[name].touched[rows] = False
 
     def net(self, rel: Relation) -> tuple[np.ndarray, np.ndarray]:
-        """(added, removed) rows of ``rel`` over the batch."""
+        """(added, removed) rows of ``rel`` over the batch; kept once the relation is
+        ``settled`` (a stratum derived afresh asks for its own, and the batch's end for every
+        relation: on TataNld two passes over 20,000 rows for one answer)."""
+        hit = self._net.get(rel.name)
+        if hit is not None:
+            return hit
         parts = self.rows.get(rel.name)
         if not parts:
             e = np.empty(0, np.int64)
             return e, e
         rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
         was, now = rel.tbefore[rows], rel.alive[rows]
-        return rows[now & ~was], rows[was & ~now]
+        out = rows[now & ~was], rows[was & ~now]
+        if rel.name in self.settled:
+            self._net[rel.name] = out
+        return out
 
     def killed_gids(self, code: int, name: str) -> np.ndarray:
         ks = self.killed.get(name)
@@ -340,6 +350,7 @@ class ColumnarProgram:
                 rows = rows[~rel.alive[rows]]
                 ch.touch(rel, rows)
                 rel.set_alive(rows)
+            ch.settled.update(vanished, appeared)  # base relations: no rule writes them
             for (stratum, srels), rules, aggs in zip(self.strata, self.rules, self.aggs,
                                                      strict=True):
                 if stratum.index in self.stages:
@@ -349,6 +360,7 @@ class ColumnarProgram:
                     maintain_aggregate(ar, self, ch)
                 if rules:
                     self._maintain(srels, rules, ch)
+                ch.settled.update(r.head.relation for r in stratum.rules)
             self.supports.compact()
             self.supports.settle()
             self.supports.trim()
@@ -423,6 +435,7 @@ class ColumnarProgram:
         self._seminaive(srels, rules, {n: r for n, r in added.items() if len(r)}, ch,
                         afresh=True)
         self._flush()
+        ch.settled.update(srels)  # derived afresh: its rows are what they will be
         for name in srels:
             rel = self.rels[name]
             _, gone = ch.net(rel)

@@ -11,13 +11,13 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from itertools import chain
 from typing import Any
 
 import numpy as np
 
+from netrules.engine.columnar.base_ids import BaseIds
 from netrules.engine.columnar.psn import ColumnarProgram, unsupported
-from netrules.engine.ledger import BaseLedger
+from netrules.engine.ledger_columns import ColumnLedger
 from netrules.engine.strategies import psn
 from netrules.engine.strategies.base import (
     BatchStats,
@@ -26,7 +26,6 @@ from netrules.engine.strategies.base import (
     State,
     check_batch,
 )
-from netrules.errors import EngineError
 from netrules.facts import Fact, Value
 from netrules.plan import Plan
 
@@ -163,7 +162,7 @@ def materialize(plan: Plan, facts: Iterable[Fact] = (), *, rng: random.Random | 
         state.extra["fallback"] = unsupported(plan) or "per-view overrides"
         return state
     prog = ColumnarProgram(plan)
-    state = ColumnarState(plan, ColumnarDB(prog), BaseLedger(), name, rng,
+    state = ColumnarState(plan, ColumnarDB(prog), ColumnLedger(), name, rng,
                           {"program": prog})  # type: ignore[arg-type]
     start = [("+", f) for f in [*plan.program.facts, *facts]]
     if start:
@@ -171,30 +170,20 @@ def materialize(plan: Plan, facts: Iterable[Fact] = (), *, rng: random.Random | 
     return state
 
 
-def _group(prog: ColumnarProgram, facts: Iterable[Fact], memo: dict[tuple, list[int]]
-           ) -> dict[str, np.ndarray]:
-    """Base facts as id rows per relation. A fact's ids never change (values are interned
-    for the engine's life), so each base fact is encoded once and remembered in ``memo``:
-    a link that flaps is looked up, not encoded again (encoding was a fifth of a small
-    batch's time). Base facts are the network's links and the like, thousands, not the
-    millions of derived ones."""
-    by: dict[str, list[list[int]]] = {}
-    for f in facts:
-        key = (f.relation, f.args)
-        ids = memo.get(key)
-        if ids is None:
-            ids = memo[key] = prog.encode([f.args], len(f.args))[0].tolist()
-        by.setdefault(f.relation, []).append(ids)
-    # one flat pass (np.array over a list of lists walks each row as a sequence: 60 µs
-    # against 39 for a 224-link batch)
-    out = {}
-    for r, rows in by.items():
-        width = len(rows[0])
-        if sum(map(len, rows)) != len(rows) * width:
-            raise EngineError(f"facts of {r} with different numbers of arguments in one batch")
-        out[r] = np.fromiter(chain.from_iterable(rows), dtype=np.int64,
-                             count=len(rows) * width).reshape(len(rows), width)
-    return out
+def _ledger(state: State) -> ColumnLedger:
+    """The state's ledger as a ``ColumnLedger`` (a state made before it had one converts
+    once), with the table of its facts' id rows."""
+    led = state.ledger
+    if not isinstance(led, ColumnLedger):
+        led = state.ledger = ColumnLedger.of(led)
+    return led
+
+
+def _base_ids(state: State, led: ColumnLedger) -> BaseIds:
+    ids = state.extra.get("base_ids")
+    if not isinstance(ids, BaseIds) or ids.numbers is not led.numbers:
+        ids = state.extra["base_ids"] = BaseIds(led.numbers)
+    return ids
 
 
 def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
@@ -202,18 +191,33 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
         return psn.apply(state, batch)
     t0 = time.perf_counter()
     prog: ColumnarProgram = state.extra["program"]
-    batch = check_batch(state.plan, batch)
-    appeared, vanished = state.ledger.apply(batch)
+    led = _ledger(state)
+    batch = batch if isinstance(batch, list) else list(batch)
+    # plain updates of base facts seen before: no check (each was checked when first
+    # seen; ``known`` checks the signs) and the registers written as arrays
+    got = None if led.lifetimes else led.known(batch)
+    if got is None:
+        batch = check_batch(state.plan, batch)
+        if not led.lifetimes:
+            for _, f, *_ in batch:
+                led.number(f)
+            got = led.known(batch)
+    if got is not None:
+        appeared, vanished = led.plain(*got)
+    else:  # timed updates or soft state: the ledger's general path
+        facts_in, facts_out = led.apply(batch)
+        appeared = np.array([led.number(f) for f in facts_in], dtype=np.int64)
+        vanished = np.array([led.number(f) for f in facts_out], dtype=np.int64)
     before = dict(prog.stats)
-    memo = state.extra.setdefault("base_ids", {})
-    changes = prog.apply(_group(prog, appeared, memo), _group(prog, vanished, memo))
+    ids = _base_ids(state, led)
+    changes = prog.apply(ids.rows(prog.values, appeared), ids.rows(prog.values, vanished))
     stats = BatchStats(strategy=name)
     stats.rounds = prog.stats["rounds"] - before["rounds"]
     stats.overdeleted = prog.stats["suspects"] - before["suspects"]
     stats.rederived = prog.stats["rederived"] - before["rederived"]
     stats.added = int(sum(len(a) for a, _ in changes.values()))
     stats.removed = int(sum(len(r) for _, r in changes.values()))
-    stats.pending_deletions = len(state.ledger.pending_deletions())
+    stats.pending_deletions = led.pending_count()
     stats.seconds = time.perf_counter() - t0
     return ColumnDelta(prog, changes, stats)
 

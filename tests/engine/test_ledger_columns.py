@@ -1,0 +1,123 @@
+"""The columnar engine's ledger (``ColumnLedger``): its array path for plain batches against
+``BaseLedger`` itself, batch by batch, through copies, restores and pickles."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from netrules import programs
+from netrules.engine.engine import Engine
+from netrules.engine.ledger import BaseLedger
+from netrules.engine.ledger_columns import ColumnLedger
+from netrules.facts import Fact
+from netrules.plan import plan_program
+
+REACH = plan_program(programs.load("reachability"))
+
+
+def link(a: str, b: str, c: int = 1) -> Fact:
+    return Fact("link", (a, b, c))
+
+
+def _apply(led: ColumnLedger, batch: list[tuple]) -> tuple[set[Fact], set[Fact]]:
+    """A batch as the columnar strategy applies it: the array path when every update is
+    plain, numbering new facts first; the ledger's own path otherwise."""
+    if any(len(u) > 2 for u in batch):
+        return led.apply(batch)
+    got = led.known(batch)
+    if got is None:
+        for _, f in batch:
+            led.number(f)
+        got = led.known(batch)
+    assert got is not None
+    came, went = led.plain(*got)
+    facts = led.numbers.facts
+    assert len(set(came.tolist())) == len(came) and len(set(went.tolist())) == len(went)
+    return {facts[i] for i in came.tolist()}, {facts[i] for i in went.tolist()}
+
+
+def _restored(led: BaseLedger, source: BaseLedger) -> BaseLedger:
+    led.restore(json.loads(source.snapshot_json()))
+    return led
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_the_array_path_writes_what_the_ledger_writes(data) -> None:
+    """Random batches of plain and timed updates over keyed and unkeyed links (duplicates,
+    replacements under a key, deletions of what was never inserted), with copies, JSON
+    restores and pickles between them: after every batch the same facts appeared and
+    vanished, and the same registers, stamps, pending deletions and snapshot text."""
+    plain = st.tuples(st.sampled_from("+-"), st.builds(
+        link, st.sampled_from("abc"), st.sampled_from("bcd"), st.integers(0, 1)))
+    timed = st.tuples(st.sampled_from("+-"), plain.map(lambda u: u[1]),
+                      st.integers(0, 3).map(float), st.integers(0, 2))
+    batch = st.one_of(st.lists(plain, max_size=8), st.lists(st.one_of(plain, timed),
+                                                            max_size=6))
+    keys = data.draw(st.sampled_from([{}, {"link": (0, 1)}]))
+    col, ref = ColumnLedger(keys), BaseLedger(keys)
+    for b in data.draw(st.lists(batch, max_size=8)):
+        assert _apply(col, b) == ref.apply(b)
+        assert col.pending_count() == len(ref.pending_deletions())  # before any fold
+        assert (col.clock, col.arrivals, col.last) == (ref.clock, ref.arrivals, ref.last)
+        how = data.draw(st.sampled_from(["keep", "keep", "copy", "restore", "pickle"]))
+        if how == "copy":
+            col = col.copy()
+        elif how == "restore":  # (a restored write's fact order is a ``_Tie``: both)
+            col, ref = _restored(ColumnLedger(keys), col), _restored(BaseLedger(keys), ref)
+        elif how == "pickle" and not keys:  # (key getters are closures)
+            col = pickle.loads(pickle.dumps(col))
+        if data.draw(st.booleans()):  # read the registers now, or leave them pending
+            assert col.regs == ref.regs
+            assert col.pending_deletions() == ref.pending_deletions()
+            assert col.snapshot_json() == ref.snapshot_json()
+    assert col.regs == ref.regs and col.present() == ref.present()
+    assert col.pending_deletions() == ref.pending_deletions()
+
+
+def test_a_copy_shares_the_numbering_and_not_the_registers() -> None:
+    """A copy (an engine's rollback point) keeps the fact numbers an engine's id table was
+    built for, and what either applies afterwards leaves the other as it was."""
+    led = ColumnLedger()
+    _apply(led, [("+", link("a", "b")), ("+", link("b", "c"))])
+    saved = led.copy()
+    assert saved.numbers is led.numbers
+    assert _apply(led, [("-", link("a", "b"))]) == (set(), {link("a", "b")})
+    assert saved.present() == {link("a", "b"), link("b", "c")}
+    assert _apply(saved, [("-", link("b", "c"))]) == (set(), {link("b", "c")})
+    assert led.present() == {link("b", "c")} and saved.present() == {link("a", "b")}
+
+
+def test_only_plain_updates_of_numbered_facts_take_the_array_path() -> None:
+    led = ColumnLedger()
+    assert led.known([("+", link("a", "b"))]) is None  # not numbered yet
+    led.number(link("a", "b"))
+    assert led.known([("+", link("a", "b"))]) is not None
+    assert led.known([("+", link("a", "b"), 1.0, 0)]) is None  # timed
+    assert led.known([("up", link("a", "b"))]) is None  # a sign the check must name
+    assert led.known([(None, link("a", "b"))]) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(stream=st.lists(st.tuples(st.sampled_from("+-"), st.sampled_from("abc"),
+                                 st.sampled_from("abc")), max_size=25),
+       data=st.data())
+def test_the_columnar_engine_on_plain_streams_is_the_per_fact_engine(stream, data) -> None:
+    """Plain batches cut anywhere, duplicates and deletions of absent links included: the
+    columnar engine (array path) ends with the links and views per-fact PSN ends with."""
+    ups = [(s, link(a, b)) for s, a, b in stream if a != b]
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(ups)), max_size=4)))
+    col, per = Engine(REACH, "columnar"), Engine(REACH, "psn")
+    at = 0
+    for cut in [*cuts, len(ups)]:
+        for eng in (col, per):
+            eng.apply(ups[at:cut])
+        at = cut
+        assert col.state.ledger.present() == per.state.ledger.present()
+        assert col.views() == per.views()
+        assert (col.state.ledger.pending_count()
+                == len(per.state.ledger.pending_deletions()))
