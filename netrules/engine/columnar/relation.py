@@ -245,14 +245,29 @@ class Buckets:
 
     def renumber(self, new: np.ndarray) -> None:
         """Map every value ``v`` to ``new[v]``, dropping entries where it is -1. Runs stay
-        sorted (a filter keeps a sorted order), so a compaction costs no sort."""
-        def keep(k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sorted (a filter keeps a sorted order), so a compaction costs no sort; a run kept as
+        offsets stays so, its offsets counted off the entries kept (expanding its keys and
+        making offsets again was a third of a backbone's compaction: americas, 2.9 M
+        supports, 115 ms)."""
+        def keep(k: np.ndarray | _Offsets, v: np.ndarray) -> Run:
             nv = new[v]
             ok = nv >= 0
-            return k[ok], nv[ok].astype(np.int32)
-        runs = (keep(k.keys() if isinstance(k, _Offsets) else k, v) for k, v in self.runs)
-        self.runs = [self._run(*r) for r in runs if len(r[0])]
-        self.pending = [p for p in (keep(k, v) for k, v in self.pending) if len(p[0])]
+            if isinstance(k, _Offsets):
+                kept = np.zeros(len(ok) + 1, np.int64)
+                np.cumsum(ok, out=kept[1:])
+                m = int(kept[-1])
+                if m > max(self.dense_above, 0) and len(k.off) - 2 < 2 * m:  # still dense
+                    return _Offsets(kept[k.off], k.dtype), nv[ok].astype(np.int32)
+                k = k.keys()
+            return self._run(k[ok], nv[ok].astype(np.int32))
+        self.runs = [r for r in (keep(k, v) for k, v in self.runs) if len(r[1])]
+        pending = []
+        for k, v in self.pending:
+            nv = new[v]
+            ok = nv >= 0
+            if ok.any():
+                pending.append((k[ok], nv[ok].astype(np.int32)))
+        self.pending = pending
         self.n = sum(len(v) for _, v in self.runs + self.pending)
 
     def nbytes(self) -> int:

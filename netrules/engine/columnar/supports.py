@@ -282,18 +282,22 @@ class Supports:
         first = {c: kernels.first_kept(arr, self.alive, self.head, self.rule, self.head_code,
                                        np.int64(c), np.int64(self.k), np.int64(self.n), newid)
                  if c not in cleared else arr for c, arr in self.first.items()}
-        head, rule, body = self.head[keep], self.rule[keep], self.body[keep]
-        touched, k, codes = self.touched, self.k, (self.head_code, self.body_code)
-        by_body = self.by_body
-        self.__init__(self.width, k)  # type: ignore[misc]
-        self.head_code, self.body_code = codes
-        self._reserve(len(keep))
-        ids = np.arange(len(keep), dtype=np.int64)
-        self.head[ids], self.rule[ids], self.body[ids] = head, rule, body
-        self.alive[ids] = True
-        self.n = self.count = len(keep)
-        for b in by_body.values():  # the index keeps its sorted runs, renumbered
+        # the kept supports copied once, into arrays with room to grow (a gather then a
+        # scatter into fresh arrays copied each twice)
+        m = len(keep)
+        cap = max(1024, m + m // 4)
+
+        def kept(a: np.ndarray, fill: int) -> np.ndarray:
+            out = np.empty((cap, *a.shape[1:]), a.dtype)
+            np.take(a, keep, axis=0, out=out[:m])
+            out[m:] = fill
+            return out
+        self.head, self.rule, self.body = kept(self.head, 0), kept(self.rule, 0), kept(
+            self.body, -1)
+        self.alive = np.zeros(cap, bool)
+        self.alive[:m] = True
+        self.n = self.count = m
+        for b in self.by_body.values():  # the index keeps its sorted runs, renumbered
             b.renumber(newid)
-        self.by_body = {c: b for c, b in by_body.items() if b.n}
+        self.by_body = {c: b for c, b in self.by_body.items() if b.n}
         self.first = first
-        self.touched = touched
