@@ -240,6 +240,58 @@ def test_rederivations_take_the_prefilled_table(monkeypatch: pytest.MonkeyPatch)
         _check_supports(state.extra["program"])
 
 
+def test_the_coding_of_every_row_kept_across_batches_is_made_afresh(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table of every row codes every row's values once and keeps the coding while the
+    relation has the same rows: each table made so (links going down on a ring, then a new
+    node's links adding rows, then more going down) equals one made from nothing, at least
+    one was made from a kept coding, and the views are the oracle's."""
+    from netrules.engine.columnar import kernels
+    from netrules.engine.columnar.closure import LinearClosure
+
+    real = LinearClosure.prefilled
+    kept: list[bool] = []
+    rows: list[tuple[int, object]] = []  # (rows, their columns' array) at each table
+
+    def spy(self: LinearClosure, prog: ColumnarProgram, allowed: np.ndarray,  # noqa: ANN202
+            every: bool = False):
+        before = self._every_codes
+        out = real(self, prog, allowed, every)
+        if every and out is not None:
+            kept.append(before is not None and self._every_codes is before)
+            rel = prog.rels[self.name]
+            rows.append((rel.n, rel.cols))
+            lo, code, nv, table, room = kernels.prefill_table(
+                rel.cols, allowed.astype(np.int64), rel.alive, np.int64(self.dense_max),
+                np.int64(rel.n))
+            assert (out.lo, out.nv, out.room) == (lo, nv, room)
+            assert np.array_equal(out.code_of, code) and np.array_equal(out.table, table)
+        return out
+
+    monkeypatch.setattr(LinearClosure, "prefilled", spy)
+    plan = plan_program(parse_program(LINEAR["forward"]))
+    ring = _facts([("e", i, (i + d) % 7) for i in range(7) for d in (1, 6)])
+    state = columnar.materialize(plan, ring)
+    state.extra["program"].recompute = 2.0  # maintained: deletions rederive
+    for lc in state.extra["program"].closures.values():
+        lc.every_share = 1 << 30  # by a table of every row
+    present = set(ring)
+    spoke = _facts([("e", 3, 9)])[0]  # new pairs: rows added, the arrays not regrown
+    steps = [[("-", ring[0])], [("+", ring[0])], [("-", ring[4])],
+             [("+", spoke), ("+", ring[4])], [("-", ring[0])],
+             [("-", spoke), ("-", ring[7])], [("+", ring[0])]]
+    for ups in steps:
+        columnar.apply(state, ups)
+        for sign, f in ups:
+            (present.add if sign == "+" else present.discard)(f)
+        want = evaluate_program(plan.program, sorted(present, key=Fact.key))
+        assert {f.args for f in state.views()["p"]} == {f.args for f in want["p"]}
+        _check_supports(state.extra["program"])
+    assert any(kept) and not all(kept)
+    # a coding made again because rows were added to the same arrays
+    assert any(n0 != n1 and c0 is c1 for (n0, c0), (n1, c1) in zip(rows, rows[1:], strict=False))
+
+
 def test_a_rule_reading_an_empty_relation_is_skipped_only_then() -> None:
     """A round skips a (rule, delta atom) whose other atom reads a relation with no fact
     (``_round``); with one fact it must join: a relation of one fact, then none, then one."""

@@ -24,6 +24,7 @@ vectorised rounds carry a wide frontier at a few ns an element).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -217,9 +218,16 @@ class LinearClosure:
         self.prefill = True  # rederivations by a prefilled dense table (``Prefill``)
         self.every_share = EVERY_SHARE  # ... of every row, past this share (``every_pays``)
         self.rows_share = ROWS_SHARE  # new heads' rows by value codes (``kernels.row_table``)
+        # (rows, their columns' array, lo, codes, nv) of the last coding of every row
+        self._every_codes: tuple | None = None
         #: rules whose rederivation step ``rederive`` solves (all linear ones, or none)
         self.rederives = frozenset(lin.rule_id for lin in rules) if all(
             lin.from_head is not None for lin in rules) else frozenset()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_every_codes"] = None  # a cache holding a weak reference: made again
+        return state
 
     @classmethod
     def of(cls, srels: frozenset[str], rules: list[_Rule], arity: dict[str, int]
@@ -364,9 +372,24 @@ class LinearClosure:
         # saves (americas: 1.3 M slots, 1-2 ms, against a single link's few hundred suspects)
         slots = self.dense_max if every else min(self.dense_max,
                                                  PREFILL_SLOTS * len(allowed))
-        lo, code_of, nv, table, room = kernels.prefill_table(
-            rel.cols, allowed.astype(np.int64), rel.alive, np.int64(slots),
-            np.int64(rel.n if every else 0))
+        rows = allowed.astype(np.int64)
+        if not every:
+            lo, code_of, nv, table, room = kernels.prefill_table(
+                rel.cols, rows, rel.alive, np.int64(slots), np.int64(0))
+        else:
+            # the coding of every row's values, kept while the relation has the same rows:
+            # two of the table's four passes over them (americas: 1.3 M rows, 6 of 10 ms
+            # a rederivation of many suspects)
+            hit = getattr(self, "_every_codes", None)  # (a closure pickled before it had one)
+            if hit is not None and hit[0] == rel.n and hit[1]() is rel.cols:
+                lo, code_of, nv = hit[2:]
+            else:
+                lo, code_of, nv = kernels.value_codes(rel.cols, rows, np.int64(rel.n),
+                                                      np.int64(slots))
+                self._every_codes = (rel.n, weakref.ref(rel.cols), lo, code_of, nv)
+            if nv:
+                table, room = kernels.prefill_rows(rel.cols, rows, rel.alive, lo, code_of,
+                                                   nv, np.int64(rel.n))
         if not nv:
             return None
         return Prefill(int(lo), code_of, int(nv), table, int(room), every)

@@ -18,7 +18,8 @@ __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", 
            "best_supports", "kill_step", "revive",
            "lookup", "chain_keys", "linear_closure", "linear_rederive", "counting_order",
            "stable_order", "merge_runs", "drop_heads", "first_kept", "warm",
-           "dense_offsets", "expand_dense", "prefill_table", "dense_rederive", "row_table",
+           "dense_offsets", "expand_dense", "prefill_table", "value_codes", "prefill_rows",
+           "dense_rederive", "row_table",
            "get_or_add",
            "chain_intern", "least_keyed_lists", "store_supports", "hide_all"]
 
@@ -1113,6 +1114,9 @@ def warm() -> None:
                np.int64(4), i64)
     expand_dense(dense_offsets(i32, np.int64(1)), i32, i64)
     prefill_table(np.zeros((4, 2), np.int32), i64, flags, np.int64(16), np.int64(0))
+    # ... and its halves, for a coding kept across batches (``LinearClosure.prefilled``)
+    lo, code, nv = value_codes(np.zeros((4, 2), np.int32), i64, np.int64(4), np.int64(16))
+    prefill_rows(np.zeros((4, 2), np.int32), i64, flags, lo, code, nv, np.int64(4))
     # what a program's first deletion calls (finding the vanished rows, the kill, the first
     # rederivation step): 18-20 ms the first link down of a process paid (peers' k=1 p99)
     table, shift = np.full(4, EMPTY, np.int64), np.uint64(62)
@@ -1176,20 +1180,16 @@ def expand_dense(off: np.ndarray, vals: np.ndarray, q: np.ndarray
 
 
 @njit(cache=True, nogil=True)
-def prefill_table(cols: np.ndarray, rows: np.ndarray, alive: np.ndarray,
-                  max_slots: np.int64, every: np.int64) -> tuple:  # pragma: no cover - compiled
-    """``closure.Prefill`` of the given rows of a relation (``cols``: its id columns, arity
-    1 or 2) in two passes: (lowest value, code per value - lowest, nv, table, room), nv 0
-    when the values span more than ``max_slots`` or the table would have more slots. Values
-    are coded in order; the last code, nv - 1, is every value not among the rows'.
-
-    With ``every`` (the relation's row count, else 0) the values of all its rows are coded
-    and each alive row ``r`` is entered as ``ALIVE - r``: the table then also finds any
-    standing fact by its values (``dense_rederive``)."""
+def value_codes(cols: np.ndarray, rows: np.ndarray, every: np.int64, max_slots: np.int64
+                ) -> tuple:  # pragma: no cover - compiled
+    """The value coding of ``prefill_table``: (lowest value, code per value - lowest, nv),
+    nv 0 when the values span more than ``max_slots`` or nv ** arity would. The values of
+    ``rows`` are coded, or with ``every`` (the relation's row count) those of all its rows,
+    in order; the last code, nv - 1, is every value not among them."""
     arity = cols.shape[1]
     empty = np.empty(0, dtype=np.int64)
     if not len(rows):
-        return np.int64(0), empty, np.int64(0), np.empty(0, dtype=np.int32), np.int64(0)
+        return np.int64(0), empty, np.int64(0)
     coded = rows if every == 0 else np.arange(every)
     lo = np.int64(cols[coded[0], 0])
     hi = lo
@@ -1200,7 +1200,7 @@ def prefill_table(cols: np.ndarray, rows: np.ndarray, alive: np.ndarray,
             hi = max(hi, v)
     span = hi - lo + 1
     if span > max_slots:
-        return lo, empty, np.int64(0), np.empty(0, dtype=np.int32), np.int64(0)
+        return lo, empty, np.int64(0)
     code = np.zeros(span, dtype=np.int64)
     for i in range(len(coded)):
         for p in range(arity):
@@ -1213,13 +1213,21 @@ def prefill_table(cols: np.ndarray, rows: np.ndarray, alive: np.ndarray,
         else:
             code[j] = -1
     nv += 1  # the code of any other value
-    slots = nv ** arity
-    if slots > max_slots:
-        return lo, empty, np.int64(0), np.empty(0, dtype=np.int32), np.int64(0)
+    if nv ** arity > max_slots:
+        return lo, empty, np.int64(0)
     for j in range(span):
         if code[j] < 0:
             code[j] = nv - 1
-    table = np.full(slots, -2, dtype=np.int32)
+    return lo, code, nv
+
+
+@njit(cache=True, nogil=True)
+def prefill_rows(cols: np.ndarray, rows: np.ndarray, alive: np.ndarray, lo: np.int64,
+                 code: np.ndarray, nv: np.int64, every: np.int64
+                 ) -> tuple:  # pragma: no cover - compiled
+    """The table of ``prefill_table`` for a coding ``value_codes`` made: (table, room)."""
+    arity = cols.shape[1]
+    table = np.full(nv ** arity, -2, dtype=np.int32)
     for r in range(every):
         if alive[r]:
             dk = code[np.int64(cols[r, 0]) - lo]
@@ -1236,4 +1244,21 @@ def prefill_table(cols: np.ndarray, rows: np.ndarray, alive: np.ndarray,
             dk = dk * nv + code[np.int64(cols[r, 1]) - lo]
         table[dk] = PREFILLED - r
         room += 1
+    return table, room
+
+
+@njit(cache=True, nogil=True)
+def prefill_table(cols: np.ndarray, rows: np.ndarray, alive: np.ndarray,
+                  max_slots: np.int64, every: np.int64) -> tuple:  # pragma: no cover - compiled
+    """``closure.Prefill`` of the given rows of a relation (``cols``: its id columns, arity
+    1 or 2): (lowest value, code per value - lowest, nv, table, room), nv 0 when the values
+    span more than ``max_slots`` or the table would have more slots (``value_codes``).
+
+    With ``every`` (the relation's row count, else 0) the values of all its rows are coded
+    and each alive row ``r`` is entered as ``ALIVE - r``: the table then also finds any
+    standing fact by its values (``dense_rederive``)."""
+    lo, code, nv = value_codes(cols, rows, every, max_slots)
+    if not nv:
+        return lo, code, nv, np.empty(0, dtype=np.int32), np.int64(0)
+    table, room = prefill_rows(cols, rows, alive, lo, code, nv, every)
     return lo, code, nv, table, room
