@@ -857,14 +857,14 @@ class ColumnarProgram:
 
     def _from_body(self, r: _Rule, suspects: int) -> bool:
         """Whether rederiving ``suspects`` facts by rule ``r`` is cheaper from its body side:
-        a rule of one positive atom, from a relation of fewer than a quarter as many facts,
-        with no negation or path pattern (its other literals are conditions and assignments,
-        which the join evaluates either way)."""
+        a rule of one positive atom, from a relation of fewer than a quarter as many facts
+        (and rows to scan for them), with no negation or path pattern (its other literals
+        are conditions and assignments, which the join evaluates either way)."""
         if len(r.atoms) != 1 or r.negs or any(isinstance(b, ast.PathAtom)
                                               for b in r.rule.body):
             return False
         below = self.rels.get(r.atoms[0].relation)
-        return below is not None and 4 * below.count < suspects
+        return below is not None and 4 * below.count < suspects and below.n < 64 * suspects
 
     # -- reading ---------------------------------------------------------------------------
     def rows_of(self, name: str) -> np.ndarray:
