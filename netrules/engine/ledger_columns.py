@@ -80,7 +80,7 @@ class ColumnLedger(BaseLedger):
     def __init__(self, keys: Any = None, lifetimes: Any = None) -> None:
         self.numbers = FactNumbers()
         self._pending: list[tuple[Any, ...]] = []  # plain batches' writes not in ``regs`` yet
-        self._mirror_ok = True  # the arrays below hold every register's latest write
+        self._mirror_ok = False  # whether the arrays below hold every register's latest write
         self._sign = np.zeros(0, np.int8)  # register number -> _NONE / _PLUS / _MINUS
         self._fact = np.zeros(0, np.int64)  # ... the fact number of its latest write
         self._ins = np.zeros(0, bool)  # ... whether some insertion has reached it
@@ -97,7 +97,7 @@ class ColumnLedger(BaseLedger):
     def regs(self, value: dict[tuple, _Write]) -> None:
         self._pending = []
         self._regs = value
-        self._mirror_ok = not value
+        self._mirror_ok = False  # the arrays are of the registers replaced: mirrored anew
 
     def _orphan_regs(self) -> set[tuple]:
         if self._pending:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pickle
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +14,7 @@ from netrules import programs
 from netrules.engine.engine import Engine
 from netrules.engine.ledger import BaseLedger
 from netrules.engine.ledger_columns import ColumnLedger
+from netrules.errors import EngineError
 from netrules.facts import Fact
 from netrules.plan import plan_program
 
@@ -100,6 +102,21 @@ def test_only_plain_updates_of_numbered_facts_take_the_array_path() -> None:
     assert led.known([("+", link("a", "b"), 1.0, 0)]) is None  # timed
     assert led.known([("up", link("a", "b"))]) is None  # a sign the check must name
     assert led.known([(None, link("a", "b"))]) is None
+
+
+def test_a_bad_update_among_known_facts_is_named_and_changes_nothing() -> None:
+    """A batch of facts the array path knows, one update with a bad sign: the batch check
+    names that update, and the links and views stay as they were."""
+    eng = Engine(REACH, "columnar")
+    eng.apply([("+", link("a", "b")), ("+", link("b", "c"))])
+    views = eng.views()
+    with pytest.raises(EngineError, match="update 1: sign must be"):
+        eng.apply([("-", link("a", "b")), ("x", link("b", "c"))])
+    assert eng.state.ledger.present() == {link("a", "b"), link("b", "c")}
+    assert eng.views() == views
+    # and a timed batch of known facts still goes the ledger's own way
+    eng.apply([("-", link("a", "b"), 5.0, 1)])
+    assert eng.state.ledger.present() == {link("b", "c")}
 
 
 @settings(max_examples=40, deadline=None)

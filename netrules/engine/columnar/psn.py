@@ -19,7 +19,7 @@ except builtins that cannot be vectorised.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -611,7 +611,8 @@ class ColumnarProgram:
         return body, rank + 1
 
     def _derived(self, r: _Rule, tab: Table, srels: frozenset[str],
-                 only: dict[str, _Suspects] | None = None, want: np.ndarray | None = None
+                 only: Mapping[str, _Suspects | _Hidden] | None = None,
+                 want: np.ndarray | None = None
                  ) -> tuple[_Rule, np.ndarray, np.ndarray, np.ndarray] | None:
         """(rule, head row, body gids, rank) of the solved table's derivations whose head is
         not alive (and, with ``only``, one of its rows; with ``want``, the given row per
@@ -833,8 +834,8 @@ class ColumnarProgram:
                 (atom,) = r.atoms
                 tab = self.start(r.rule, atom, self.rels[atom.relation].alive_rows(), 0)
                 tab = r.by_start[0].run(self.rels, self.values, tab, lambda j: new, new)
-                if tab.n and (c := self._derived(
-                        r, tab, srels, {rel.name: _Hidden(rel)})) is not None:  # type: ignore[dict-item]
+                if tab.n and (c := self._derived(r, tab, srels,
+                                                 {rel.name: _Hidden(rel)})) is not None:
                     cands.append(c)
                 continue
             tab = bind_head(r.rule, rel, rows)

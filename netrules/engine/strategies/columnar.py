@@ -198,8 +198,8 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
     got = None if led.lifetimes else led.known(batch)
     if got is None:
         batch = check_batch(state.plan, batch)
-        if not led.lifetimes:
-            for _, f, *_ in batch:
+        if not led.lifetimes and all(len(u) == 2 for u in batch):  # new facts, numbered now
+            for _, f in batch:
                 led.number(f)
             got = led.known(batch)
     if got is not None:
