@@ -406,25 +406,29 @@ def test_kills_through_offsets_match_the_oracle(name: str, initial: list, batche
     """A kill that reads the supports' index through offsets by key finds what the searches
     find: the same stream with every run's offsets kept (``Buckets.values_of``, on a
     backbone its large runs), with offsets made for each kill (``psn._Using``, once a kill
-    asks an index often) and with searches alone, each against the oracle."""
-    from netrules.engine.columnar import psn
+    asks an index often), with searches alone, with both kinds of run (large runs as
+    offsets), each with the steps after the first in one compiled call
+    (``kernels.kill_reach``), and stepped in Python (an index of more runs than that call
+    takes), each against the oracle."""
+    from netrules.engine.columnar import psn, relation
     from netrules.engine.columnar.relation import Buckets
 
     plan = plan_program(parse_program(LINEAR[name]))
     start, stream = _stream(initial, batches)
-    modes = {"kept": (-1, 0), "per kill": (1 << 40, 1 << 40), "searched": (1 << 40, 0)}
+    modes = {"kept": (-1, 0, 4), "per kill": (1 << 40, 1 << 40, 4), "searched": (1 << 40, 0, 4),
+             "mixed": (12, 0, 4), "stepped": (-1, 0, 0), "stepped, searched": (1 << 40, 0, 0)}
     states = {}
     for mode in modes:
         states[mode] = columnar.materialize(plan, start)
         states[mode].extra["program"].recompute = 2.0  # always maintained: deletions kill
     present = set(start)
-    real = Buckets.dense_above, psn._Using.share
+    real = Buckets.dense_above, psn._Using.share, relation.KILL_RUNS
     try:
         for ups in stream:
             for sign, f in ups:
                 (present.add if sign == "+" else present.discard)(f)
             for mode, state in states.items():
-                Buckets.dense_above, psn._Using.share = modes[mode]
+                Buckets.dense_above, psn._Using.share, relation.KILL_RUNS = modes[mode]
                 columnar.apply(state, ups)
             want = evaluate_program(plan.program, sorted(present, key=Fact.key))
             for rel in plan.derived:
@@ -434,7 +438,7 @@ def test_kills_through_offsets_match_the_oracle(name: str, initial: list, batche
             for state in states.values():
                 _check_supports(state.extra["program"])
     finally:
-        Buckets.dense_above, psn._Using.share = real
+        Buckets.dense_above, psn._Using.share, relation.KILL_RUNS = real
 
 
 def test_a_stratum_derived_afresh_joins_a_relation_of_one_fact() -> None:

@@ -544,6 +544,9 @@ class ColumnarProgram:
                 first = None
             if len(codes) == 1:
                 frontier = self._kill_one(int(codes[0]), sids, ch, found)
+                if len(frontier) and (reads is None or int(codes[0]) in reads) and \
+                        self._kill_rest(int(codes[0]), frontier, ch, found):
+                    break
                 continue
             if len(sids):
                 hc, _ = split_gid(self.supports.heads(sids))
@@ -590,6 +593,33 @@ class ColumnarProgram:
             return np.empty(0, np.int64)
         found.setdefault(name, []).append(gone)
         return gid(code, gone)
+
+    def _kill_rest(self, code: int, frontier: np.ndarray, ch: _Changes,
+                   found: dict[str, list[np.ndarray]]) -> bool:
+        """The kill steps after the first of a stratum of one relation, in one compiled call
+        (``kernels.kill_reach``): from the first on, the facts hidden are the stratum's own,
+        so each step reads one index, the supports by a body fact of ``code``. False where
+        that index has more runs than the call takes (the caller steps on)."""
+        b = self.supports.by_body.get(code)
+        runs = b.kill_runs() if b is not None else None
+        if b is None:
+            return True  # no support reads a fact of the stratum: nothing more dies
+        if runs is None:
+            return False
+        name = self.names[code]
+        rel, sup = self.rels[name], self.supports
+        gone, first, heads = kernels.kill_reach(split_gid(frontier)[1], *runs, sup.alive,
+                                                sup.rule, sup.head, sup.head_code,
+                                                np.int64(code), rel.nsup, rel.alive,
+                                                rel.touched, rel.tbefore)
+        sup.count -= len(heads)
+        sup.touched.append(gid(code, heads))
+        if len(first):
+            ch.rows.setdefault(name, []).append(first)
+        rel.count -= len(gone)
+        if len(gone):
+            found.setdefault(name, []).append(gone)
+        return True
 
     # -- derivation rounds -----------------------------------------------------------------
     def _candidates(self, r: _Rule, tab: Table, srels: frozenset[str]

@@ -29,6 +29,9 @@ MERGE = 4
 _LARGE = 1 << 20
 #: Probes of a multimap with more entries than this are sorted first.
 SORTED_PROBES = 1 << 18
+#: runs of a kind ``kernels.kill_reach`` takes at once (an index with more is read run by run)
+KILL_RUNS = 4
+_NONE = np.empty(0, np.int32)
 
 
 def grow(obj: object, names: tuple[str, ...], used: int, need: int,
@@ -243,6 +246,24 @@ class Buckets:
             return np.empty(0, np.int64)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
+    def kill_runs(self) -> tuple | None:
+        """The runs as ``kernels.kill_reach`` reads them: (count, offsets, values) of the
+        runs kept as offsets and (count, keys, values) of the key-sorted ones, each a tuple
+        of ``KILL_RUNS`` padded with empty arrays; None where there are more runs of a kind
+        (a fixed length keeps one compiled signature, where typed lists cost 86 µs a call
+        to build)."""
+        self.settle()
+        offs = [(k.off, v) for k, v in self.runs if isinstance(k, _Offsets)]
+        keyed = [(k, v) for k, v in self.runs if not isinstance(k, _Offsets)]
+        if len(offs) > KILL_RUNS or len(keyed) > KILL_RUNS:
+            return None
+
+        def pad(arrays: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+            out = [np.ascontiguousarray(a, dtype=np.int32) for a in arrays]
+            return tuple(out + [_NONE] * (KILL_RUNS - len(out)))
+        return (np.int64(len(offs)), pad([o for o, _ in offs]), pad([v for _, v in offs]),
+                np.int64(len(keyed)), pad([k for k, _ in keyed]), pad([v for _, v in keyed]))
+
     def renumber(self, new: np.ndarray) -> None:
         """Map every value ``v`` to ``new[v]``, dropping entries where it is -1. Runs stay
         sorted (a filter keeps a sorted order), so a compaction costs no sort; a run kept as
@@ -257,7 +278,7 @@ class Buckets:
                 np.cumsum(ok, out=kept[1:])
                 m = int(kept[-1])
                 if m > max(self.dense_above, 0) and len(k.off) - 2 < 2 * m:  # still dense
-                    return _Offsets(kept[k.off], k.dtype), nv[ok].astype(np.int32)
+                    return _Offsets(kept[k.off].astype(np.int32), k.dtype), nv[ok].astype(np.int32)
                 k = k.keys()
             return self._run(k[ok], nv[ok].astype(np.int32))
         self.runs = [r for r in (keep(k, v) for k, v in self.runs) if len(r[1])]
