@@ -608,8 +608,11 @@ class ColumnarProgram:
             return False
         name = self.names[code]
         rel, sup = self.rels[name], self.supports
-        gone, first, heads = kernels.kill_reach(split_gid(frontier)[1], *runs, sup.alive,
-                                                sup.rule, sup.head, sup.head_code,
+        # searched runs read through offsets once the kill asks as ``_Using`` would make them
+        dense_after = np.int64(b.n // _Using.share if _Using.share else 1 << 62)
+        gone, first, heads = kernels.kill_reach(split_gid(frontier)[1], *runs, dense_after,
+                                                np.int64(b.n), sup.alive, sup.rule, sup.head,
+                                                sup.head_code,
                                                 np.int64(code), rel.nsup, rel.alive,
                                                 rel.touched, rel.tbefore)
         sup.count -= len(heads)
