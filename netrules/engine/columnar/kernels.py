@@ -343,23 +343,15 @@ def best_supports(rows: np.ndarray, rank: np.ndarray, order: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def kill_step(sids: np.ndarray, s_alive: np.ndarray, s_rule: np.ndarray, s_head: np.ndarray,
-              head_code: np.ndarray, code: np.int64, nsup: np.ndarray, alive: np.ndarray,
-              touched: np.ndarray, tbefore: np.ndarray) -> tuple:  # pragma: no cover
-    """One kill step of a stratum of one relation, ``code``: kill each alive support in
-    ``sids`` (repeats allowed) whose head is of that relation, take one kept support from
-    its head, and hide the heads left with none (``release``), marking them touched with
-    "alive before" where the batch had not touched them yet.
-
-    Returns (the heads hidden, those of them touched for the first time, the head row of
-    every support killed): about thirty array calls of a kill step in one pass."""
-    gone = np.empty(len(sids), dtype=np.int64)
-    first = np.empty(len(sids), dtype=np.int64)
-    heads = np.empty(len(sids), dtype=np.int64)
-    g = 0
-    f = 0
-    k = 0
-    for i in range(len(sids)):
+def _kill(sids: np.ndarray, m: np.int64, s_alive: np.ndarray, s_rule: np.ndarray,
+          s_head: np.ndarray, head_code: np.ndarray, code: np.int64, nsup: np.ndarray,
+          alive: np.ndarray, touched: np.ndarray, tbefore: np.ndarray, gone: np.ndarray,
+          g: np.int64, first: np.ndarray, f: np.int64, heads: np.ndarray,
+          k: np.int64) -> tuple:  # pragma: no cover - compiled
+    """``kill_step``'s pass over the first ``m`` of ``sids``, appending to ``gone``,
+    ``first`` and ``heads`` (room for ``m`` more each) from ``g``, ``f`` and ``k``; returns
+    the three counts after it."""
+    for i in range(m):
         s = sids[i]
         if not s_alive[s] or head_code[s_rule[s]] != code:
             continue
@@ -377,6 +369,25 @@ def kill_step(sids: np.ndarray, s_alive: np.ndarray, s_rule: np.ndarray, s_head:
                 tbefore[r] = True
                 first[f] = r
                 f += 1
+    return g, f, k
+
+
+@njit(cache=True, nogil=True)
+def kill_step(sids: np.ndarray, s_alive: np.ndarray, s_rule: np.ndarray, s_head: np.ndarray,
+              head_code: np.ndarray, code: np.int64, nsup: np.ndarray, alive: np.ndarray,
+              touched: np.ndarray, tbefore: np.ndarray) -> tuple:  # pragma: no cover
+    """One kill step of a stratum of one relation, ``code``: kill each alive support in
+    ``sids`` (repeats allowed) whose head is of that relation, take one kept support from
+    its head, and hide the heads left with none (``release``), marking them touched with
+    "alive before" where the batch had not touched them yet.
+
+    Returns (the heads hidden, those of them touched for the first time, the head row of
+    every support killed): about thirty array calls of a kill step in one pass."""
+    gone = np.empty(len(sids), dtype=np.int64)
+    first = np.empty(len(sids), dtype=np.int64)
+    heads = np.empty(len(sids), dtype=np.int64)
+    g, f, k = _kill(sids, len(sids), s_alive, s_rule, s_head, head_code, code, nsup, alive,
+                    touched, tbefore, gone, 0, first, 0, heads, 0)
     return gone[:g], first[:f], heads[:k]
 
 
@@ -428,7 +439,6 @@ def kill_reach(rows: np.ndarray, no: np.int64, offs: tuple, offv: tuple, nk: np.
     work = np.empty(max(2 * len(rows), 64), dtype=np.int64)
     work[: len(rows)] = rows
     nw = len(rows)
-    gone = np.empty(64, dtype=np.int64)
     first = np.empty(64, dtype=np.int64)
     heads = np.empty(64, dtype=np.int64)
     dstart = np.full(nk + 1, -1, dtype=np.int64)  # a searched run's offsets, once made
@@ -438,7 +448,6 @@ def kill_reach(rows: np.ndarray, no: np.int64, offs: tuple, offv: tuple, nk: np.
     los = np.empty(64, dtype=np.int64)
     his = np.empty(64, dtype=np.int64)
     doff_made = 0
-    g = 0
     f = 0
     k = 0
     i = 0
@@ -487,30 +496,11 @@ def kill_reach(rows: np.ndarray, no: np.int64, offs: tuple, offv: tuple, nk: np.
                     m += 1
         i = end
         # room for what the step can kill, made once a step (a check per kill cost more
-        # than the kill on a backbone)
-        heads, gone = _grow_to(heads, k + m), _grow_to(gone, g + m)
-        first, work = _grow_to(first, f + m), _grow_to(work, nw + m)
-        for q in range(m):
-            s = sids[q]
-            if not s_alive[s] or head_code[s_rule[s]] != code:
-                continue
-            s_alive[s] = False
-            h = s_head[s]
-            heads[k] = h
-            k += 1
-            nsup[h] -= 1
-            if nsup[h] <= 0 and alive[h]:
-                alive[h] = False
-                gone[g] = h
-                g += 1
-                work[nw] = h
-                nw += 1
-                if not touched[h]:  # FLIP, written out (see ``hide_all``)
-                    touched[h] = True
-                    tbefore[h] = True
-                    first[f] = h
-                    f += 1
-    return gone[:g], first[:f], heads[:k]
+        # than the kill on a backbone); what dies joins the facts to walk from
+        heads, first, work = _grow_to(heads, k + m), _grow_to(first, f + m), _grow_to(work, nw + m)
+        nw, f, k = _kill(sids, m, s_alive, s_rule, s_head, head_code, code, nsup, alive,
+                         touched, tbefore, work, nw, first, f, heads, k)
+    return work[len(rows):nw], first[:f], heads[:k]
 
 
 @njit(cache=True, nogil=True)
