@@ -601,20 +601,19 @@ class ColumnarProgram:
         so each step reads one index, the supports by a body fact of ``code``. False where
         that index has more runs than the call takes (the caller steps on)."""
         b = self.supports.by_body.get(code)
-        runs = b.kill_runs() if b is not None else None
         if b is None:
             return True  # no support reads a fact of the stratum: nothing more dies
+        runs = b.kill_runs()
         if runs is None:
             return False
         name = self.names[code]
         rel, sup = self.rels[name], self.supports
         # searched runs read through offsets once the kill asks as ``_Using`` would make them
         dense_after = np.int64(b.n // _Using.share if _Using.share else 1 << 62)
-        gone, first, heads = kernels.kill_reach(split_gid(frontier)[1], *runs, dense_after,
-                                                np.int64(b.n), sup.alive, sup.rule, sup.head,
-                                                sup.head_code,
-                                                np.int64(code), rel.nsup, rel.alive,
-                                                rel.touched, rel.tbefore)
+        gone, first, heads = kernels.kill_reach(
+            split_gid(frontier)[1], *runs, dense_after, np.int64(b.n), sup.alive, sup.rule,
+            sup.head, sup.head_code, np.int64(code), rel.nsup, rel.alive, rel.touched,
+            rel.tbefore)
         sup.count -= len(heads)
         sup.touched.append(gid(code, heads))
         if len(first):

@@ -249,13 +249,13 @@ class Buckets:
     def kill_runs(self) -> tuple | None:
         """The runs as ``kernels.kill_reach`` reads them: (count, offsets, values) of the
         runs kept as offsets and (count, keys, values) of the key-sorted ones, each a tuple
-        of ``KILL_RUNS`` padded with empty arrays; None where there are more runs of a kind
-        (a fixed length keeps one compiled signature, where typed lists cost 86 µs a call
-        to build)."""
+        of ``KILL_RUNS`` padded with empty arrays; None where there are more runs of a kind,
+        or none at all (a fixed length keeps one compiled signature, where typed lists cost
+        86 µs a call to build)."""
         self.settle()
         offs = [(k.off, v) for k, v in self.runs if isinstance(k, _Offsets)]
         keyed = [(k, v) for k, v in self.runs if not isinstance(k, _Offsets)]
-        if len(offs) > KILL_RUNS or len(keyed) > KILL_RUNS:
+        if not self.runs or len(offs) > KILL_RUNS or len(keyed) > KILL_RUNS:
             return None
 
         def pad(arrays: list[np.ndarray]) -> tuple[np.ndarray, ...]:
