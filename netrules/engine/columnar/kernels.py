@@ -403,14 +403,10 @@ def _dense_runs(nk: np.int64, keys: tuple, nb: np.int64, dstart: np.ndarray,
         if len(run) and run[0] >= 0 and run[-1] < 2 * nb:
             dstart[j], dspan[j] = total, run[-1] + 1
             total += run[-1] + 2
-    doff = np.zeros(total, dtype=np.int32)
+    doff = np.empty(total, dtype=np.int32)
     for j in range(nk):
         if dstart[j] >= 0:
-            run, at = keys[j], dstart[j]
-            for p in range(len(run)):
-                doff[at + run[p] + 1] += 1
-            for x in range(dspan[j]):
-                doff[at + x + 1] += doff[at + x]
+            doff[dstart[j]: dstart[j] + dspan[j] + 1] = dense_offsets(keys[j], dspan[j])
     return doff
 
 

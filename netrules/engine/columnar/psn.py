@@ -543,9 +543,10 @@ class ColumnarProgram:
                 sids = np.concatenate([sids, first[self.supports.alive[first]]])
                 first = None
             if len(codes) == 1:
-                frontier = self._kill_one(int(codes[0]), sids, ch, found)
-                if len(frontier) and (reads is None or int(codes[0]) in reads) and \
-                        self._kill_rest(int(codes[0]), frontier, ch, found):
+                code = int(codes[0])
+                frontier = self._kill_one(code, sids, ch, found)
+                if len(frontier) and (reads is None or code in reads) and \
+                        self._kill_rest(code, frontier, ch, found):
                     break
                 continue
             if len(sids):
@@ -584,15 +585,21 @@ class ColumnarProgram:
         gone, first, heads = kernels.kill_step(sids, sup.alive, sup.rule, sup.head,
                                                sup.head_code, np.int64(code), rel.nsup,
                                                rel.alive, rel.touched, rel.tbefore)
+        self._killed(code, gone, first, heads, ch, found)
+        return gid(code, gone) if len(gone) else np.empty(0, np.int64)
+
+    def _killed(self, code: int, gone: np.ndarray, first: np.ndarray, heads: np.ndarray,
+                ch: _Changes, found: dict[str, list[np.ndarray]]) -> None:
+        """Record what a compiled kill of relation ``code`` did: the heads of the supports it
+        killed, the facts it hid (``gone``) and those of them the batch touched first."""
+        name, sup = self.names[code], self.supports
         sup.count -= len(heads)
         sup.touched.append(gid(code, heads))
         if len(first):
             ch.rows.setdefault(name, []).append(first)
-        rel.count -= len(gone)
-        if not len(gone):
-            return np.empty(0, np.int64)
-        found.setdefault(name, []).append(gone)
-        return gid(code, gone)
+        self.rels[name].count -= len(gone)
+        if len(gone):
+            found.setdefault(name, []).append(gone)
 
     def _kill_rest(self, code: int, frontier: np.ndarray, ch: _Changes,
                    found: dict[str, list[np.ndarray]]) -> bool:
@@ -614,13 +621,7 @@ class ColumnarProgram:
             split_gid(frontier)[1], *runs, dense_after, np.int64(b.n), sup.alive, sup.rule,
             sup.head, sup.head_code, np.int64(code), rel.nsup, rel.alive, rel.touched,
             rel.tbefore)
-        sup.count -= len(heads)
-        sup.touched.append(gid(code, heads))
-        if len(first):
-            ch.rows.setdefault(name, []).append(first)
-        rel.count -= len(gone)
-        if len(gone):
-            found.setdefault(name, []).append(gone)
+        self._killed(code, gone, first, heads, ch, found)
         return True
 
     # -- derivation rounds -----------------------------------------------------------------
