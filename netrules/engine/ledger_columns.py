@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from netrules.engine.columnar import kernels
 from netrules.engine.ledger import _UNIQUE, BaseLedger, Update, _Write
 from netrules.facts import Fact
 
@@ -177,23 +178,9 @@ class ColumnLedger(BaseLedger):
             self._fact = np.concatenate([self._fact, np.zeros(cap - len(self._fact), np.int64)])
             self._ins = np.concatenate([self._ins, np.zeros(cap - len(self._ins), bool)])
         m = len(fns)
-        reg = n.freg[fns]
-        # each register takes the batch's last update of it
-        _, back = np.unique(reg[::-1], return_index=True)
-        last = m - 1 - back
-        r, f, neg = reg[last], fns[last], minus[last]
-        held = self._sign[r] == _PLUS
-        was = self._fact[r]
-        other = was != f
-        appeared = f[~neg & (~held | other)]
-        vanished = was[held & (neg | other)]
-        ins = ~neg | self._ins[r]
-        unheld = ~ins
-        if unheld.any():  # a deletion of what was never inserted: did the batch insert it?
-            ins[unheld] = np.isin(r[unheld], reg[~minus])
-        self._sign[r] = np.where(neg, _MINUS, _PLUS)
-        self._fact[r] = f
-        self._ins[r] = ins
+        appeared, vanished, r, f, neg, last, ins = kernels.ledger_plain(
+            fns, minus, n.freg, self._sign, self._fact, self._ins, np.int8(_PLUS),
+            np.int8(_MINUS))
         self._pending.append((self.clock, r, f, neg, self.arrivals + 1 + last, ins))
         self.arrivals += m
         self.last = Counter()

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from netrules.engine.columnar import kernels
 from netrules.engine.columnar.psn import ColumnarProgram
 from netrules.engine.columnar.supports import split_gid
 from netrules.engine.strategies import columnar
@@ -26,6 +27,30 @@ LINEAR = {
     "swapped": "p(Y,X) :- e(X,Y).\np(Y,X) :- e(X,Z), p(Y,Z).",
     "wide below": "p(X,Y) :- g(X,Y,W).\np(X,Y) :- g(X,Z,_), p(Z,Y).",
 }
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-5, 40), st.integers(-5, 40)), max_size=12),
+       st.lists(st.tuples(st.integers(-5, 40), st.integers(-5, 40)), max_size=12),
+       st.sampled_from([[0], [1], [0, 1]]))
+def test_head_codes_are_the_sorted_values_index(bval: list, scols: list, used: list) -> None:
+    """``kernels.head_codes`` against the sort it replaced: the distinct values of the used
+    slots and the seeds, and each entry's index among them (0 in an unused slot)."""
+    b = np.array(bval, dtype=np.int64).reshape(-1, 2)
+    s = np.array(scols, dtype=np.int64).reshape(-1, 2)
+    universe, bcode, scode = kernels.head_codes(b, np.array(used, np.int64), s,
+                                                np.int64(1 << 20))
+    want = np.unique(np.concatenate([b[:, used].ravel(), s.ravel()]))
+    assert universe.tolist() == want.tolist()
+    if not len(want):
+        return
+    expect_b = np.searchsorted(want, b)
+    expect_b[:, [p for p in range(2) if p not in used]] = 0
+    assert bcode.tolist() == expect_b.tolist()
+    assert scode.tolist() == np.searchsorted(want, s).tolist()
+    # past the span it gives nothing, and the caller sorts
+    if want[-1] > want[0]:
+        assert not len(kernels.head_codes(b, np.array(used, np.int64), s, np.int64(1))[0])
 
 
 def _program(text: str) -> ColumnarProgram:
@@ -109,8 +134,8 @@ def test_closure_matches_the_oracle_and_the_rounds(name: str, initial: list, bat
     by value codes (``kernels.row_table``), and every stratum maintained (never derived
     afresh, so deletions rederive, by a prefilled table), with a hash table (rows probed
     in R's map), with a hash table that turns dense (its wide rounds vectorised, its
-    rederivations probing the map), and the rounds; each equal to the oracle after every
-    batch, the closures' supports checked."""
+    rederivations probing the map, heads' values coded by a sort), and the rounds; each
+    equal to the oracle after every batch, the closures' supports checked."""
     plan = plan_program(parse_program(LINEAR[name]))
     fast = columnar.materialize(plan, _facts(initial))
     fast.extra["program"].recompute = 2.0  # more than everything: always maintained
@@ -124,6 +149,7 @@ def test_closure_matches_the_oracle_and_the_rounds(name: str, initial: list, bat
         lc.dense, lc.fill = 0, 2  # the hash table first, the dense one once it fills
         lc.max_work = 3  # and wide rounds handed back to the vectorised ones
         lc.prefill = False  # and rederivations probing the map and the sorted suspects
+        lc.codes_span = 0  # and heads' values coded by a sort, not a bitmap
     slow = columnar.materialize(plan, _facts(initial))
     slow.extra["program"].closures = {}  # the per-round path, as before the closure
     present = set(_facts(initial))

@@ -39,8 +39,8 @@ from netrules.lang import ast
 if TYPE_CHECKING:
     from netrules.engine.columnar.psn import ColumnarProgram, _Changes, _Rule
 
-__all__ = ["LinearClosure", "Prefill", "DENSE", "DENSE_MAX", "EVERY_SHARE", "MAX_ROWS",
-           "MAX_WORK", "PREFILL_SLOTS"]
+__all__ = ["LinearClosure", "Prefill", "CODES_SPAN", "DENSE", "DENSE_MAX", "EVERY_SHARE",
+           "MAX_ROWS", "MAX_WORK", "PREFILL_SLOTS"]
 
 #: Heads are told apart by a dense table (value codes) from the start when it has at most
 #: this many slots; up to ``DENSE_MAX`` slots, once the heads met fill an eighth of it.
@@ -65,6 +65,9 @@ ROWS_SPAN = 16
 #: of every row (``LinearClosure.every_pays``; americas, ten links down: 233,000 suspects of
 #: 1.3 M rows).
 EVERY_SHARE = 16
+#: Heads' values are coded by a bitmap of their span when it is at most this many ids a value
+#: met (``kernels.head_codes``), else by a sort.
+CODES_SPAN = 64
 #: Rows a table of every row can enter (``kernels.ALIVE``).
 EVERY_MAX_ROWS = 1 << 29
 #: A rederivation takes the prefilled table (``Prefill``) when it has at most this many
@@ -218,16 +221,42 @@ class LinearClosure:
         self.prefill = True  # rederivations by a prefilled dense table (``Prefill``)
         self.every_share = EVERY_SHARE  # ... of every row, past this share (``every_pays``)
         self.rows_share = ROWS_SHARE  # new heads' rows by value codes (``kernels.row_table``)
+        self.codes_span = CODES_SPAN  # values coded by a bitmap (``kernels.head_codes``)
         # (rows, their columns' array, lo, codes, nv) of the last coding of every row
         self._every_codes: tuple | None = None
         #: rules whose rederivation step ``rederive`` solves (all linear ones, or none)
         self.rederives = frozenset(lin.rule_id for lin in rules) if all(
             lin.from_head is not None for lin in rules) else frozenset()
+        self._shapes()
+
+    def _shapes(self) -> None:
+        """The rules' shapes as the kernel reads them, made once: a dozen small arrays a run
+        were a tenth of a small graph's up batch."""
+        rules = self.rules
+        nr = len(rules)
+        self._rjoin = np.full((nr, 2), -1, dtype=np.int64)
+        self._hsrc = np.zeros((nr, 2), dtype=np.int64)
+        self._hidx = np.zeros((nr, 2), dtype=np.int64)
+        for i, lin in enumerate(rules):
+            self._rjoin[i, : len(lin.r_key)] = lin.r_key
+            for p, (src, at) in enumerate(lin.head):
+                self._hsrc[i, p], self._hidx[i, p] = src, at
+        self._used = sorted({slot for lin in rules for src, slot in lin.head if src == 0})
+        self._unused = [p for p in range(2) if p not in self._used]
+        self._used_slots = np.array(self._used, dtype=np.int64)
+        self._b_at = np.array([lin.b_at for lin in rules])
+        self._r_at = np.array([lin.r_at for lin in rules])
+        self._rid = np.array([lin.rule_id for lin in rules], dtype=np.int32)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_every_codes"] = None  # a cache holding a weak reference: made again
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "_rjoin" not in state:  # (a closure pickled before it kept them)
+            self._shapes()
 
     @classmethod
     def of(cls, srels: frozenset[str], rules: list[_Rule], arity: dict[str, int]
@@ -274,6 +303,9 @@ class LinearClosure:
             rows.append(r)
             vals.append(v)
             offs.append(offs[-1] + len(r))
+        if len(self.rules) == 1:  # (the usual stratum: nothing to concatenate)
+            return (np.array(offs, dtype=np.int64), keys[0], *by_key(keys),
+                    rows[0].astype(np.int64, copy=False), vals[0])
         return (np.array(offs, dtype=np.int64), np.concatenate(keys), *by_key(keys),
                 np.concatenate(rows).astype(np.int64), np.concatenate(vals))
 
@@ -288,22 +320,14 @@ class LinearClosure:
         rel = prog.rels[self.name]
         m = rel.map
         boff, bkey, cidx, coff, clo, brow, bval = self._below(prog)
-        nr = len(self.rules)
-        rjoin = np.full((nr, 2), -1, dtype=np.int64)
-        hsrc = np.zeros((nr, 2), dtype=np.int64)
-        hidx = np.zeros((nr, 2), dtype=np.int64)
-        for i, lin in enumerate(self.rules):
-            rjoin[i, : len(lin.r_key)] = lin.r_key
-            for p, (src, at) in enumerate(lin.head):
-                hsrc[i, p], hidx[i, p] = src, at
+        rjoin, hsrc, hidx = self._rjoin, self._hsrc, self._hidx
         restrict = allowed is not None
         allow = allowed if allowed is not None else np.empty(0, np.int64)
         seeds = seeds.astype(np.int64)
         # the values heads can take: B's head values and the seeds' (a carried column only
         # ever holds a seed's value); coded densely when their pairs fit a small table
         scols = rel.cols[seeds].astype(np.int64)
-        used = sorted({slot for lin in self.rules for src, slot in lin.head if src == 0})
-        unused = [p for p in range(2) if p not in used]
+        used, unused = self._used, self._unused
         rowtab = np.empty(0, np.int32)
         if pre is not None:  # a rederivation: every round in the kernel (``Prefill``)
             bcode, scode, nv, table = pre.code(bval), pre.code(scols), pre.nv, pre.table
@@ -311,15 +335,19 @@ class LinearClosure:
             start, max_work = True, np.int64(1 << 62)
         else:
             table = np.empty(0, np.int32)
-            universe = distinct(np.concatenate([bval[:, used].ravel(), scols.ravel()]))
+            # by a bitmap of their span (``kernels.head_codes``) when it is narrow (a
+            # relation's ids), else by a sort
+            universe, bcode, scode = kernels.head_codes(
+                bval, self._used_slots, scols, np.int64(self.codes_span * (len(bval) + scols.size)))
+            if not len(universe) and (len(bval) or len(scols)):
+                universe = distinct(np.concatenate([bval[:, used].ravel(), scols.ravel()]))
+                bcode = np.searchsorted(universe, bval)
+                bcode[:, unused] = 0
+                scode = np.searchsorted(universe, scols)
             nv = len(universe)
             if nv ** rel.arity > self.dense_max:
                 nv = 0
                 bcode, scode = bval, scols
-            else:
-                bcode = np.searchsorted(universe, bval)
-                bcode[:, unused] = 0
-                scode = np.searchsorted(universe, scols)
             start, max_work = nv ** rel.arity <= self.dense, np.int64(self.max_work)
             if start and nv and len(seeds) * self.rows_share >= rel.n:
                 # many seeds for the relation's size: its rows by value codes, one pass
@@ -349,13 +377,19 @@ class LinearClosure:
         rel.count += len(new)
         code = prog.codes[self.name]
         body = np.full((len(sf), prog.supports.width), -1, dtype=np.int64)
-        at = np.arange(len(sf))
-        b_at = np.array([lin.b_at for lin in self.rules])[sr]
-        r_at = np.array([lin.r_at for lin in self.rules])[sr]
-        b_code = np.array([prog.codes[lin.below] for lin in self.rules], dtype=np.int64)[sr]
-        body[at, b_at] = gid(b_code, sb)  # type: ignore[arg-type]
-        body[at, r_at] = gid(code, frow[sd])
-        rid = np.array([lin.rule_id for lin in self.rules], dtype=np.int32)[sr]
+        rid: np.ndarray | int
+        if len(self.rules) == 1:  # (the usual stratum: no gather by rule)
+            (lin,) = self.rules
+            body[:, lin.b_at] = gid(prog.codes[lin.below], sb)
+            body[:, lin.r_at] = gid(code, frow[sd])
+            rid = lin.rule_id
+        else:
+            at = np.arange(len(sf))
+            b_code = np.array([prog.codes[lin.below] for lin in self.rules],
+                              dtype=np.int64)[sr]
+            body[at, self._b_at[sr]] = gid(b_code, sb)  # type: ignore[arg-type]
+            body[at, self._r_at[sr]] = gid(code, frow[sd])
+            rid = self._rid[sr]
         prog._made.append((gid(code, frow[sf]), rid, body))
         return rounds, frow[left:] if left >= 0 else frow[:0]
 

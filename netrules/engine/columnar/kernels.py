@@ -18,9 +18,9 @@ from numba import njit
 __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", "release",
            "best_supports", "kill_step", "kill_reach", "revive",
            "lookup", "chain_keys", "linear_closure", "linear_rederive", "counting_order",
-           "stable_order", "merge_runs", "drop_heads", "first_kept", "warm",
+           "stable_order", "merge_runs", "drop_heads", "move_kept", "first_kept", "warm",
            "dense_offsets", "expand_dense", "prefill_table", "value_codes", "prefill_rows",
-           "dense_rederive", "row_table",
+           "dense_rederive", "row_table", "head_codes", "ledger_plain", "net_rows",
            "get_or_add",
            "chain_intern", "least_keyed_lists", "store_supports", "hide_all"]
 
@@ -810,6 +810,52 @@ def linear_closure(seeds: np.ndarray, rcols: np.ndarray, rrank: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
+def head_codes(bval: np.ndarray, used: np.ndarray, scols: np.ndarray, max_span: np.int64
+               ) -> tuple:  # pragma: no cover - compiled
+    """``linear_closure``'s value codes: the sorted distinct values of ``bval``'s ``used``
+    slots and of ``scols`` (the values heads can take), and each entry's code, its index
+    there (0 in an unused slot). A bitmap of the values' span in three passes; empty
+    results where the span passes ``max_span`` (the caller sorts then). A sort, a
+    concatenation and two binary searches were a tenth of a small graph's up batch."""
+    lo = np.int64(1) << 62
+    hi = -lo
+    for i in range(bval.shape[0]):
+        for p in used:
+            lo, hi = min(lo, bval[i, p]), max(hi, bval[i, p])
+    for i in range(scols.shape[0]):
+        for p in range(scols.shape[1]):
+            lo, hi = min(lo, scols[i, p]), max(hi, scols[i, p])
+    empty = np.empty(0, dtype=np.int64)
+    if hi < lo or hi - lo + 1 > max_span:
+        return empty, np.empty((0, 0), np.int64), np.empty((0, 0), np.int64)
+    code = np.full(hi - lo + 1, -1, dtype=np.int64)
+    for i in range(bval.shape[0]):
+        for p in used:
+            code[bval[i, p] - lo] = 0
+    for i in range(scols.shape[0]):
+        for p in range(scols.shape[1]):
+            code[scols[i, p] - lo] = 0
+    nv = 0
+    for v in range(len(code)):
+        if code[v] == 0:
+            code[v] = nv
+            nv += 1
+    universe = np.empty(nv, dtype=np.int64)
+    for v in range(len(code)):
+        if code[v] >= 0:
+            universe[code[v]] = lo + v
+    bcode = np.zeros(bval.shape, dtype=np.int64)
+    for i in range(bval.shape[0]):
+        for p in used:
+            bcode[i, p] = code[bval[i, p] - lo]
+    scode = np.empty(scols.shape, dtype=np.int64)
+    for i in range(scols.shape[0]):
+        for p in range(scols.shape[1]):
+            scode[i, p] = code[scols[i, p] - lo]
+    return universe, bcode, scode
+
+
+@njit(cache=True, nogil=True)
 def row_table(cols: np.ndarray, n: np.int64, universe: np.ndarray,
               max_span: np.int64) -> np.ndarray:  # pragma: no cover - compiled
     """R's rows by value codes for ``linear_closure``: per pair (or single) of codes of the
@@ -1099,12 +1145,16 @@ def merge_runs(k1: np.ndarray, v1: np.ndarray, k2: np.ndarray, v2: np.ndarray
 
 @njit(cache=True, nogil=True)
 def drop_heads(rule: np.ndarray, head_code: np.ndarray, alive: np.ndarray, n: np.int64,
-               codes: np.ndarray) -> np.int64:  # pragma: no cover - compiled
+               codes: np.ndarray, newid: np.ndarray) -> tuple:  # pragma: no cover - compiled
     """Kill every alive support among the first ``n`` whose rule's head relation is one of
-    ``codes``; returns how many: ``Supports.drop_heads``'s five passes over every support
-    (a stratum derived afresh pays it per stratum) in one."""
+    ``codes`` (none: only the ids below) and give each support left alive its id after a
+    compaction (``newid``, -1 for the dead); returns (how many died, how many are left):
+    ``Supports.drop_heads``'s five passes over every support and a compaction's numbering
+    in one."""
     dropped = 0
+    kept = 0
     for s in range(n):
+        newid[s] = -1
         if alive[s]:
             c = head_code[rule[s]]
             for j in range(len(codes)):
@@ -1112,7 +1162,101 @@ def drop_heads(rule: np.ndarray, head_code: np.ndarray, alive: np.ndarray, n: np
                     alive[s] = False
                     dropped += 1
                     break
-    return dropped
+            if alive[s]:
+                newid[s] = kept
+                kept += 1
+    return dropped, kept
+
+
+@njit(cache=True, nogil=True)
+def move_kept(newid: np.ndarray, n: np.int64, head: np.ndarray, rule: np.ndarray,
+              body: np.ndarray, to_head: np.ndarray, to_rule: np.ndarray,
+              to_body: np.ndarray) -> None:  # pragma: no cover - compiled
+    """A compaction's copy: support ``s`` of the first ``n`` goes to slot ``newid[s]`` of the
+    ``to_`` arrays, or nowhere (-1). One pass over the ids, where a gather per array first
+    made the kept ids (``flatnonzero``, ``arange``, a scatter: three passes and their
+    arrays)."""
+    for s in range(n):
+        t = newid[s]
+        if t >= 0:
+            to_head[t] = head[s]
+            to_rule[t] = rule[s]
+            for j in range(body.shape[1]):
+                to_body[t, j] = body[s, j]
+
+
+@njit(cache=True, nogil=True)
+def ledger_plain(fns: np.ndarray, minus: np.ndarray, freg: np.ndarray, sign: np.ndarray,
+                 fact: np.ndarray, ins: np.ndarray, plus: np.int8, deleted: np.int8
+                 ) -> tuple:  # pragma: no cover - compiled
+    """``ColumnLedger.plain``'s register writes in one pass over the batch's updates (fact
+    numbers ``fns``, ``minus`` for a deletion): each register named takes its last update
+    of the batch, in register order. Returns (facts that appeared, facts that vanished, and
+    per register written: register, fact, is-deletion, the update's index, inserted-ever).
+    Its dozen array passes (a sort for the last updates, an ``isin``) were 50-60 µs of a
+    small graph's batch whatever its size."""
+    m = len(fns)
+    reg = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        reg[i] = freg[fns[i]]
+    order = np.argsort(reg, kind="mergesort")  # stable: a register's updates in batch order
+    appeared = np.empty(m, dtype=np.int64)
+    vanished = np.empty(m, dtype=np.int64)
+    r_out = np.empty(m, dtype=np.int64)
+    f_out = np.empty(m, dtype=np.int64)
+    neg_out = np.empty(m, dtype=np.bool_)
+    last_out = np.empty(m, dtype=np.int64)
+    ins_out = np.empty(m, dtype=np.bool_)
+    na = nv = g = 0
+    j = 0
+    while j < m:
+        r = reg[order[j]]
+        k = j
+        any_plus = False
+        while k < m and reg[order[k]] == r:
+            if not minus[order[k]]:
+                any_plus = True
+            k += 1
+        i = order[k - 1]
+        f, neg = fns[i], minus[i]
+        held = sign[r] == plus
+        was = fact[r]
+        if not neg and (not held or was != f):
+            appeared[na] = f
+            na += 1
+        if held and (neg or was != f):
+            vanished[nv] = was
+            nv += 1
+        # a deletion of what was never inserted: did the batch insert it?
+        got = (not neg) or ins[r] or any_plus
+        sign[r] = deleted if neg else plus
+        fact[r] = f
+        ins[r] = got
+        r_out[g], f_out[g], neg_out[g], last_out[g], ins_out[g] = r, f, neg, i, got
+        g += 1
+        j = k
+    return (appeared[:na], vanished[:nv], r_out[:g], f_out[:g], neg_out[:g], last_out[:g],
+            ins_out[:g])
+
+
+@njit(cache=True, nogil=True)
+def net_rows(rows: np.ndarray, alive: np.ndarray, before: np.ndarray
+             ) -> tuple:  # pragma: no cover - compiled
+    """The batch's net change of a relation from the distinct rows it touched: (rows alive
+    now and not before, rows alive before and not now). Two gathers, two masks and two
+    compressions were six passes over every row a stratum derived afresh touched."""
+    added = np.empty(len(rows), dtype=np.int64)
+    removed = np.empty(len(rows), dtype=np.int64)
+    na = nr = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        if alive[r] and not before[r]:
+            added[na] = r
+            na += 1
+        elif before[r] and not alive[r]:
+            removed[nr] = r
+            nr += 1
+    return added[:na], removed[:nr]
 
 
 @njit(cache=True, nogil=True)
@@ -1227,7 +1371,9 @@ def warm() -> None:
     for keys in (i32, i64):
         merge_runs(keys, i32, keys, i32)
         dense_offsets(keys, np.int64(1))
-    drop_heads(i16, i64[:1], flags, np.int64(4), i64[:1])
+    drop_heads(i16, i64[:1], flags, np.int64(4), i64[:1], i64)
+    move_kept(i64, np.int64(0), i32, i16, np.zeros((4, 2), np.int32), i32, i16,
+              np.zeros((4, 2), np.int32))
     first_kept(np.full(4, -1, np.int32), flags, i32, i16, i64[:1], np.int64(0), np.int64(2),
                np.int64(4), i64)
     expand_dense(dense_offsets(i32, np.int64(1)), i32, i64)

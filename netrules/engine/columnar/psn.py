@@ -122,8 +122,7 @@ class _Changes:
             e = np.empty(0, np.int64)
             return e, e
         rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        was, now = rel.tbefore[rows], rel.alive[rows]
-        out = rows[now & ~was], rows[was & ~now]
+        out = kernels.net_rows(rows.astype(np.int64, copy=False), rel.alive, rel.tbefore)
         if rel.name in self.settled:
             self._net[rel.name] = out
         return out

@@ -53,6 +53,7 @@ class Supports:
         # supports by body fact, one multimap per body relation keyed by int32 row
         self.by_body: dict[int, Buckets] = {}
         self.touched: list[np.ndarray] = []  # head gids whose supports changed this batch
+        self._reader_codes: dict[int, set[int]] | None = None  # ``_readers``
 
     _ARRAYS = ("alive", "head", "rule", "body")
 
@@ -70,6 +71,7 @@ class Supports:
             bc = np.full((top, self.width), -1, np.int64)
             bc[: len(self.body_code)] = self.body_code
             self.head_code, self.body_code = hc, bc
+        self._reader_codes = None
         new, at = np.unique(rule, return_index=True)
         fresh = self.head_code[new] < 0
         new, at = new[fresh], at[fresh]
@@ -220,21 +222,36 @@ class Supports:
         n = self.n
         if not n:
             return
-        self.count -= int(kernels.drop_heads(self.rule, self.head_code, self.alive, np.int64(n),
-                                             np.array(codes, dtype=np.int64)))
+        newid = np.empty(n, np.int64)
+        dropped, kept = kernels.drop_heads(self.rule, self.head_code, self.alive, np.int64(n),
+                                           np.array(codes, dtype=np.int64), newid)
+        self.count -= int(dropped)
         for c in codes:
             if c in self.first:
                 self.first[c][:] = -1
         # a body relation only rules of the dropped heads read now indexes dead supports
         # alone: its index is emptied, not renumbered entry by entry (a stratum derived
         # afresh is most of the supports, so this is most of the compaction's work)
-        # (over the rules' codes as lists: a few rules, and numpy's isin was 0.1 ms a call)
-        heads, bodies, gone = self.head_code.tolist(), self.body_code.tolist(), set(codes)
+        gone = set(codes)
         for c in list(self.by_body):
-            readers = {h for h, b in zip(heads, bodies, strict=True) if c in b}
+            readers = self._readers().get(c)
             if readers and readers <= gone:
                 del self.by_body[c]
-        self.compact(gone)  # now, while every entry it renumbers is one it drops
+        # now, while every entry it renumbers is one it drops
+        self._compact(newid, int(kept), gone)
+
+    def _readers(self) -> dict[int, set[int]]:
+        """Per body relation code, the head relations of the rules reading it (a few rules:
+        made again when ``_learn`` meets a new one)."""
+        got = self.__dict__.get("_reader_codes")  # (None in a store pickled before it)
+        if got is None:
+            out: dict[int, set[int]] = {}
+            for h, b in zip(self.head_code.tolist(), self.body_code.tolist(), strict=True):
+                for c in b:
+                    if c >= 0:
+                        out.setdefault(c, set()).add(h)
+            got = self._reader_codes = out
+        return got
 
     def first_of(self, heads: np.ndarray) -> np.ndarray:
         """Per head gid, its alive support of least id (the one the store shows), or -1."""
@@ -269,35 +286,41 @@ class Supports:
             if sum(len(k) for k, _ in b.pending) > 65_536:
                 b.settle()
 
-    def compact(self, cleared: set[int] | frozenset[int] = frozenset()) -> None:
+    def compact(self) -> None:
         """Drop dead supports (link flaps leave them behind) once they outnumber the living;
-        support ids are transient, so renumbering is free. ``cleared``: relations whose
-        ``first`` holds no support (``drop_heads`` just emptied it), kept as they are."""
-        if self.n < 4096 or self.n < 2 * self.count:
-            return
-        keep = np.flatnonzero(self.alive[: self.n])
-        newid = np.full(self.n, -1, np.int64)
-        newid[keep] = np.arange(len(keep))
-        # each fact's block start moves to its first surviving support
-        first = {c: kernels.first_kept(arr, self.alive, self.head, self.rule, self.head_code,
-                                       np.int64(c), np.int64(self.k), np.int64(self.n), newid)
-                 if c not in cleared else arr for c, arr in self.first.items()}
-        # the kept supports copied once, into arrays with room to grow (a gather then a
-        # scatter into fresh arrays copied each twice)
-        m = len(keep)
-        cap = max(1024, m + m // 4)
+        support ids are transient, so renumbering is free."""
+        if self._due(self.count):
+            newid = np.empty(self.n, np.int64)
+            _, kept = kernels.drop_heads(self.rule, self.head_code, self.alive,
+                                         np.int64(self.n), np.empty(0, np.int64), newid)
+            self._compact(newid, int(kept), frozenset())
 
-        def kept(a: np.ndarray, fill: int) -> np.ndarray:
-            out = np.empty((cap, *a.shape[1:]), a.dtype)
-            np.take(a, keep, axis=0, out=out[:m])
-            out[m:] = fill
-            return out
-        self.head, self.rule, self.body = kept(self.head, 0), kept(self.rule, 0), kept(
-            self.body, -1)
+    def _due(self, kept: int) -> bool:
+        return self.n >= 4096 and self.n >= 2 * kept
+
+    def _compact(self, newid: np.ndarray, kept: int, cleared: set[int] | frozenset[int]
+                 ) -> None:
+        """Compaction to the ``kept`` alive supports numbered by ``newid``, if ``_due``.
+        ``cleared``: relations whose ``first`` holds no support (``drop_heads`` just
+        emptied it), kept as they are."""
+        if not self._due(kept):
+            return
+        # each fact's block start moves to its first surviving support (read before the
+        # supports move)
+        self.first = {c: kernels.first_kept(arr, self.alive, self.head, self.rule,
+                                            self.head_code, np.int64(c), np.int64(self.k),
+                                            np.int64(self.n), newid)
+                      if c not in cleared else arr for c, arr in self.first.items()}
+        # the kept supports copied once, into arrays with room to grow
+        cap = max(1024, kept + kept // 4)
+        head, rule = np.zeros(cap, self.head.dtype), np.zeros(cap, self.rule.dtype)
+        body = np.full((cap, self.width), -1, self.body.dtype)
+        kernels.move_kept(newid, np.int64(self.n), self.head, self.rule, self.body, head, rule,
+                          body)
+        self.head, self.rule, self.body = head, rule, body
         self.alive = np.zeros(cap, bool)
-        self.alive[:m] = True
-        self.n = self.count = m
+        self.alive[:kept] = True
+        self.n = self.count = kept
         for b in self.by_body.values():  # the index keeps its sorted runs, renumbered
             b.renumber(newid)
         self.by_body = {c: b for c, b in self.by_body.items() if b.n}
-        self.first = first
