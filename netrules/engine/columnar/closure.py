@@ -244,6 +244,8 @@ class LinearClosure:
         self._used = sorted({slot for lin in rules for src, slot in lin.head if src == 0})
         self._unused = [p for p in range(2) if p not in self._used]
         self._used_slots = np.array(self._used, dtype=np.int64)
+        self._b_keys = [np.array(lin.b_key, dtype=np.int64) for lin in rules]
+        self._b_vals = [np.array(lin.b_vals, dtype=np.int64) for lin in rules]
         self._b_at = np.array([lin.b_at for lin in rules])
         self._r_at = np.array([lin.r_at for lin in rules])
         self._rid = np.array([lin.rule_id for lin in rules], dtype=np.int32)
@@ -255,7 +257,7 @@ class LinearClosure:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        if "_rjoin" not in state:  # (a closure pickled before it kept them)
+        if "_b_keys" not in state:  # (a closure pickled before it kept them)
             self._shapes()
 
     @classmethod
@@ -285,29 +287,25 @@ class LinearClosure:
 
     def _below(self, prog: ColumnarProgram) -> tuple[np.ndarray, ...]:
         """Each rule's alive B rows sorted by join key, concatenated (``bval`` padded to
-        two slots), and their offsets by key (``by_key``)."""
-        offs, keys, rows, vals = [0], [], [], []
-        for lin in self.rules:
+        two slots), and their offsets by key (``by_key``), a compiled pass a rule
+        (``kernels.below_index``)."""
+        offs, keys, rows, vals, cidx, coff, clo = [0], [], [], [], [], [0], []
+        for lin, kc, vc in zip(self.rules, self._b_keys, self._b_vals, strict=True):
             rel = prog.rels[lin.below]
-            r = rel.alive_rows()
-            c = rel.cols
-            k = c[r, lin.b_key[0]].astype(np.int64)
-            if len(lin.b_key) == 2:
-                k = pack(k, c[r, lin.b_key[1]])
-            order = np.argsort(k, kind="stable")
-            r, k = r[order], k[order]
-            v = np.zeros((len(r), 2), dtype=np.int64)
-            for slot, p in enumerate(lin.b_vals):
-                v[:, slot] = c[r, p]
+            k, r, v, c, lo = kernels.below_index(rel.cols, rel.alive, np.int64(rel.n), kc, vc,
+                                                 np.int64(BY_KEY_SPAN))
             keys.append(k)
             rows.append(r)
             vals.append(v)
             offs.append(offs[-1] + len(r))
-        if len(self.rules) == 1:  # (the usual stratum: nothing to concatenate)
-            return (np.array(offs, dtype=np.int64), keys[0], *by_key(keys),
-                    rows[0].astype(np.int64, copy=False), vals[0])
-        return (np.array(offs, dtype=np.int64), np.concatenate(keys), *by_key(keys),
-                np.concatenate(rows).astype(np.int64), np.concatenate(vals))
+            cidx.append(c)
+            coff.append(coff[-1] + len(c))
+            clo.append(lo)
+        one = len(self.rules) == 1  # (the usual stratum: nothing to concatenate)
+        return (np.array(offs, dtype=np.int64), *(
+            (a[0] if one else np.concatenate(a)) for a in (keys, cidx)),
+            np.array(coff, dtype=np.int64), np.array(clo, dtype=np.int64),
+            *((a[0] if one else np.concatenate(a)) for a in (rows, vals)))
 
     def run(self, prog: ColumnarProgram, seeds: np.ndarray, ch: _Changes,
             allowed: np.ndarray | None, pre: Prefill | None = None) -> tuple[int, np.ndarray]:

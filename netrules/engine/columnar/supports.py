@@ -97,9 +97,12 @@ class Supports:
                 continue
             col = body[:, j]
             code = (col[col >= 0] if count < len(col) else col) >> _ROW_BITS
-            for c in distinct(code).tolist():
+            # a few codes apart (a stratum's rules read a few relations): a mask each, not
+            # a sort of the column to find them
+            for c in range(lo, hi + 1) if hi - lo < 8 else distinct(code).tolist():
                 sel = code == c
-                self._bucket(c).append(rows[sel], sid[sel])
+                if sel.any():
+                    self._bucket(c).append(rows[sel], sid[sel])
 
     def _bucket(self, code: int) -> Buckets:
         """The index of supports by body fact of relation ``code``, made on first use."""
