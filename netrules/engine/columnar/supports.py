@@ -316,10 +316,11 @@ class Supports:
                       if c not in cleared else arr for c, arr in self.first.items()}
         # the kept supports copied once, into arrays with room to grow
         cap = max(1024, kept + kept // 4)
-        head, rule = np.zeros(cap, self.head.dtype), np.zeros(cap, self.rule.dtype)
-        body = np.full((cap, self.width), -1, self.body.dtype)
+        head, rule = np.empty(cap, self.head.dtype), np.empty(cap, self.rule.dtype)
+        body = np.empty((cap, self.width), self.body.dtype)
         kernels.move_kept(newid, np.int64(self.n), self.head, self.rule, self.body, head, rule,
                           body)
+        head[kept:], rule[kept:], body[kept:] = 0, 0, -1  # the room only: the rest is written
         self.head, self.rule, self.body = head, rule, body
         self.alive = np.zeros(cap, bool)
         self.alive[:kept] = True
