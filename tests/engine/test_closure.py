@@ -149,7 +149,7 @@ def test_closure_matches_the_oracle_and_the_rounds(name: str, initial: list, bat
         lc.dense, lc.fill = 0, 2  # the hash table first, the dense one once it fills
         lc.max_work = 3  # and wide rounds handed back to the vectorised ones
         lc.prefill = False  # and rederivations probing the map and the sorted suspects
-        lc.codes_span = 0  # and heads' values coded by a sort, not a bitmap
+        lc.codes_span = 0  # and heads' values coded by a sort, not a table
     slow = columnar.materialize(plan, _facts(initial))
     slow.extra["program"].closures = {}  # the per-round path, as before the closure
     present = set(_facts(initial))

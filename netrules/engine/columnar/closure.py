@@ -65,9 +65,9 @@ ROWS_SPAN = 16
 #: of every row (``LinearClosure.every_pays``; americas, ten links down: 233,000 suspects of
 #: 1.3 M rows).
 EVERY_SHARE = 16
-#: Heads' values are coded by a bitmap of their span when it is at most this many ids a value
-#: met (``kernels.head_codes``), else by a sort.
-CODES_SPAN = 64
+#: Heads' values are coded by a table of their span when it is at most this many ids a value
+#: met (``kernels.head_codes``: 64 bytes an entry at most, transient), else by a sort.
+CODES_SPAN = 16
 #: Rows a table of every row can enter (``kernels.ALIVE``).
 EVERY_MAX_ROWS = 1 << 29
 #: A rederivation takes the prefilled table (``Prefill``) when it has at most this many
@@ -221,7 +221,7 @@ class LinearClosure:
         self.prefill = True  # rederivations by a prefilled dense table (``Prefill``)
         self.every_share = EVERY_SHARE  # ... of every row, past this share (``every_pays``)
         self.rows_share = ROWS_SHARE  # new heads' rows by value codes (``kernels.row_table``)
-        self.codes_span = CODES_SPAN  # values coded by a bitmap (``kernels.head_codes``)
+        self.codes_span = CODES_SPAN  # values coded by a table (``kernels.head_codes``)
         # (rows, their columns' array, lo, codes, nv) of the last coding of every row
         self._every_codes: tuple | None = None
         #: rules whose rederivation step ``rederive`` solves (all linear ones, or none)
@@ -333,7 +333,7 @@ class LinearClosure:
             start, max_work = True, np.int64(1 << 62)
         else:
             table = np.empty(0, np.int32)
-            # by a bitmap of their span (``kernels.head_codes``) when it is narrow (a
+            # by a table over their span (``kernels.head_codes``) when it is narrow (a
             # relation's ids), else by a sort
             universe, bcode, scode = kernels.head_codes(
                 bval, self._used_slots, scols, np.int64(self.codes_span * (len(bval) + scols.size)))

@@ -822,7 +822,7 @@ def head_codes(bval: np.ndarray, used: np.ndarray, scols: np.ndarray, max_span: 
                ) -> tuple:  # pragma: no cover - compiled
     """``linear_closure``'s value codes: the sorted distinct values of ``bval``'s ``used``
     slots and of ``scols`` (the values heads can take), and each entry's code, its index
-    there (0 in an unused slot). A bitmap of the values' span in three passes; empty
+    there (0 in an unused slot). A table over the values' span, in three passes; empty
     results where the span passes ``max_span`` (the caller sorts then). A sort, a
     concatenation and two binary searches were a tenth of a small graph's up batch."""
     lo = np.int64(1) << 62
@@ -836,7 +836,7 @@ def head_codes(bval: np.ndarray, used: np.ndarray, scols: np.ndarray, max_span: 
     empty = np.empty(0, dtype=np.int64)
     if hi < lo or hi - lo + 1 > max_span:
         return empty, np.empty((0, 0), np.int64), np.empty((0, 0), np.int64)
-    code = np.full(hi - lo + 1, -1, dtype=np.int64)
+    code = np.full(hi - lo + 1, -1, dtype=np.int32)  # (4 bytes a value of the span)
     for i in range(bval.shape[0]):
         for p in used:
             code[bval[i, p] - lo] = 0
