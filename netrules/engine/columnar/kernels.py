@@ -18,7 +18,8 @@ from numba import njit
 __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", "release",
            "best_supports", "kill_step", "kill_reach", "revive",
            "lookup", "chain_keys", "linear_closure", "linear_rederive", "counting_order",
-           "stable_order", "merge_runs", "drop_heads", "move_kept", "first_kept", "warm",
+           "stable_order", "merge_runs", "drop_heads", "move_kept", "renumber_run", "first_kept",
+           "warm",
            "dense_offsets", "expand_dense", "prefill_table", "value_codes", "prefill_rows",
            "dense_rederive", "row_table", "below_index", "head_codes", "ledger_plain", "net_rows",
            "get_or_add",
@@ -1324,6 +1325,39 @@ def net_rows(rows: np.ndarray, alive: np.ndarray, before: np.ndarray
 
 
 @njit(cache=True, nogil=True)
+def renumber_run(off: np.ndarray, keys: np.ndarray, vals: np.ndarray, new: np.ndarray
+                 ) -> tuple:  # pragma: no cover - compiled
+    """One index run's values mapped through ``new`` (a compaction's new support ids, -1:
+    dropped), dropping entries whose value is: a run kept as offsets (``off`` not empty:
+    key ``x``'s entries are ``off[x]:off[x + 1]``) gets its offsets counted off the entries
+    kept, a run of keys (``keys``) its keys kept beside them. Returns (offsets, keys,
+    values), int32 values. One pass over the entries where a gather, a mask, a prefix sum
+    and two compressions each passed over millions (americas: a compaction's renumbering
+    was 90-120 ms of its 140-190)."""
+    m = 0
+    out_vals = np.empty(len(vals), dtype=np.int32)
+    if len(off):
+        out_off = np.empty(len(off), dtype=np.int32)
+        for x in range(len(off) - 1):
+            out_off[x] = m
+            for e in range(off[x], off[x + 1]):
+                nv = new[vals[e]]
+                if nv >= 0:
+                    out_vals[m] = nv
+                    m += 1
+        out_off[len(off) - 1] = m
+        return out_off, keys[:0], out_vals[:m]
+    out_keys = np.empty(len(keys), dtype=keys.dtype)
+    for e in range(len(vals)):
+        nv = new[vals[e]]
+        if nv >= 0:
+            out_keys[m] = keys[e]
+            out_vals[m] = nv
+            m += 1
+    return off[:0].astype(np.int32), out_keys[:m], out_vals[:m]
+
+
+@njit(cache=True, nogil=True)
 def first_kept(first: np.ndarray, alive: np.ndarray, head: np.ndarray, rule: np.ndarray,
                head_code: np.ndarray, code: np.int64, k: np.int64, n: np.int64,
                newid: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
@@ -1435,11 +1469,13 @@ def warm() -> None:
     for keys in (i32, i64):
         merge_runs(keys, i32, keys, i32)
         dense_offsets(keys, np.int64(1))
-    drop_heads(i16, i64[:1], flags, np.int64(4), i64[:1], i64)
-    move_kept(i64, np.int64(0), i32, i16, np.zeros((4, 2), np.int32), i32, i16,
+    drop_heads(i16, i64[:1], flags, np.int64(4), i64[:1], i32)  # a compaction's: new ids
+    move_kept(i32, np.int64(0), i32, i16, np.zeros((4, 2), np.int32), i32, i16,
               np.zeros((4, 2), np.int32))
     first_kept(np.full(4, -1, np.int32), flags, i32, i16, i64[:1], np.int64(0), np.int64(2),
-               np.int64(4), i64)
+               np.int64(4), i32)
+    renumber_run(dense_offsets(i32, np.int64(1)), i64[:0], i32, i32)  # an index's runs
+    renumber_run(i32[:0], i32, i32, i32)
     expand_dense(dense_offsets(i32, np.int64(1)), i32, i64)
     prefill_table(np.zeros((4, 2), np.int32), i64, flags, np.int64(16), np.int64(0))
     # ... and its halves, for a coding kept across batches (``LinearClosure.prefilled``)

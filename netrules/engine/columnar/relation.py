@@ -110,6 +110,16 @@ class KeyedRows:
         return np.where((self.keys[at] == k) & (k >= 0), self.rows[at], -1)
 
 
+_NO_KEYS = np.zeros(0, np.int64)
+_NO_OFFSETS = np.zeros(0, np.int32)
+
+
+def _fit(a: np.ndarray, of: int) -> np.ndarray:
+    """``a``, a view of an array sized for ``of`` entries, copied out when it holds under
+    nine tenths of them (the slack would outlive the run)."""
+    return a.copy() if len(a) < of - of // 10 else a
+
+
 class _Offsets(NamedTuple):
     """A large run's keys as offsets: key ``x``'s entries are ``off[x]:off[x + 1]`` of its
     values (``kernels.dense_offsets``). A probe is two reads where a binary search in a
@@ -271,16 +281,18 @@ class Buckets:
         making offsets again was a third of a backbone's compaction: americas, 2.9 M
         supports, 115 ms)."""
         def keep(k: np.ndarray | _Offsets, v: np.ndarray) -> Run:
-            nv = new[v]
-            ok = nv >= 0
+            # one compiled pass a run (``kernels.renumber_run``); what it keeps is copied
+            # out of arrays sized for every entry when it is much less, so a compaction
+            # leaves no slack behind
             if isinstance(k, _Offsets):
-                kept = np.zeros(len(ok) + 1, np.int64)
-                np.cumsum(ok, out=kept[1:])
-                m = int(kept[-1])
+                off, _, nv = kernels.renumber_run(k.off, _NO_KEYS, v, new)
+                nv = _fit(nv, len(v))
+                m = len(nv)
                 if m > max(self.dense_above, 0) and len(k.off) - 2 < 2 * m:  # still dense
-                    return _Offsets(kept[k.off].astype(np.int32), k.dtype), nv[ok].astype(np.int32)
-                k = k.keys()
-            return self._run(k[ok], nv[ok].astype(np.int32))
+                    return _Offsets(off, k.dtype), nv
+                return self._run(_Offsets(off, k.dtype).keys(), nv)
+            _, kk, nv = kernels.renumber_run(_NO_OFFSETS, k, v, new)
+            return self._run(_fit(kk, len(v)), _fit(nv, len(v)))
         self.runs = [r for r in (keep(k, v) for k, v in self.runs) if len(r[1])]
         pending = []
         for k, v in self.pending:

@@ -225,7 +225,7 @@ class Supports:
         n = self.n
         if not n:
             return
-        newid = np.empty(n, np.int64)
+        newid = np.empty(n, np.int32)  # (ids below 2**31: ``add`` checks)
         dropped, kept = kernels.drop_heads(self.rule, self.head_code, self.alive, np.int64(n),
                                            np.array(codes, dtype=np.int64), newid)
         self.count -= int(dropped)
@@ -293,7 +293,7 @@ class Supports:
         """Drop dead supports (link flaps leave them behind) once they outnumber the living;
         support ids are transient, so renumbering is free."""
         if self._due(self.count):
-            newid = np.empty(self.n, np.int64)
+            newid = np.empty(self.n, np.int32)
             _, kept = kernels.drop_heads(self.rule, self.head_code, self.alive,
                                          np.int64(self.n), np.empty(0, np.int64), newid)
             self._compact(newid, int(kept), frozenset())
