@@ -472,7 +472,8 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
             on_progress=progress,
             on_ignored=lambda kind, where, why: click.echo(
                 f"warning: {where}: {why}; events like it are counted in the batch stats "
-                f"(ignored.{kind}), not applied (--strict stops instead)", err=True))
+                f"(ignored.{kind}), not applied (--strict stops instead)", err=True),
+            on_compile=lambda msg: click.echo(msg, err=True))
         progress.close()
         active = db.alerts(active_only=True)
         if as_json:

@@ -82,7 +82,7 @@ def run_demo(directory: str = "netrules-demo", *, once: bool = True, keep: bool 
         if not store.topology()[0]:
             store.set_topology(*topology_rows(g))
         opts = RunOptions(store=str(store_path), events_dir=str(events_dir), once=once)
-        summary = run_pipeline(plan, store, opts, on_batch=batch)
+        summary = run_pipeline(plan, store, opts, on_batch=batch, on_compile=echo)
         active = store.alerts(active_only=True)
         total = store.alerts()
         example = store.read_view("bestPath", where={0: "Seattle", 1: "New York"})

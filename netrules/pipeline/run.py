@@ -94,16 +94,31 @@ def check_program(store: Store, name: str, text: str) -> None:
         store.set_program(name, text)
 
 
+COMPILING = ("compiling the engine's kernels: once after an install or an upgrade, about 30 s "
+             "on 2 cores (cached beside the code for every run after)")
+
+
+def _columnar_in_process(plan: Plan, opts: RunOptions) -> bool:
+    """Whether the run's engine is the columnar one in this process (its kernels compile
+    here): the in-process engine, a strategy that picks it, a program it takes."""
+    from netrules.engine.strategies import columnar
+
+    return (not plan.reactive and opts.engine == "reference"
+            and opts.strategy in ("auto", "columnar") and columnar.supported(plan))
+
+
 def run_pipeline(plan: Plan, store: Store, opts: RunOptions, *,
                  on_batch: Callable[[BatchRecord, bool], None] | None = None,
                  on_bad_line: Callable[[str], None] | None = None,
                  on_progress: Callable[[str, int, int], None] | None = None,
-                 on_ignored: Callable[[str, str, str], None] | None = None) -> RunSummary:
+                 on_ignored: Callable[[str, str, str], None] | None = None,
+                 on_compile: Callable[[str], None] | None = None) -> RunSummary:
     """Recover from ``store``, then drain (or follow) the event log with the chosen driver.
 
     ``on_progress(stage, done, total)`` reports recovery and replay progress;
     ``on_ignored(kind, where, why)`` is called once per kind of event the program cannot
-    take (``opts.strict`` makes the first one an error instead).
+    take (``opts.strict`` makes the first one an error instead); ``on_compile(message)``
+    once, before the columnar engine's kernels compile (the first run after an install).
     """
     if on_ignored is not None:
         told: set[str] = set()
@@ -125,6 +140,11 @@ def run_pipeline(plan: Plan, store: Store, opts: RunOptions, *,
                               loop_relation=opts.loop_relation,
                               pattern_relations=opts.pattern_relations,
                               monitored=opts.monitored, overrides=overrides)
+    if on_compile is not None and _columnar_in_process(plan, opts):
+        from netrules.engine.columnar import kernels
+
+        # now, so that a first run's compilation is said rather than sat through in silence
+        kernels.warm(lambda: on_compile(COMPILING))
     engine = (clocked_engine(plan, opts) if plan.reactive
               else engine_factory(opts.engine, opts.strategy, opts.spark_master,
                                   state=opts.state)(plan))

@@ -185,6 +185,36 @@ def test_run_once_json_prints_views(tmp_path) -> None:
     assert out["mode"] == "once" and len(out["views"]["reachable"]) == 16
 
 
+@pytest.mark.parametrize("cached", [True, False])
+def test_run_says_when_the_kernels_compile(tmp_path, monkeypatch, cached: bool) -> None:
+    """A first run after an install compiles the engine's kernels for about 30 s: the run
+    says so before it starts, on stderr, and only then (Numba's cache missed)."""
+    from netrules.engine.columnar import kernels
+    from netrules.pipeline.run import COMPILING
+
+    monkeypatch.setattr(kernels, "_WARM", False)  # this process has loaded them already
+    monkeypatch.setattr(kernels, "compiled", lambda kernel: not cached)
+    r = cli("run", "reachability", "--simulate", "ring:4", "--once",
+            "--store", tmp_path / "s.db", "--events-dir", tmp_path / "ev")
+    assert r.exit_code == 0, r.output
+    assert (COMPILING in r.output) is not cached
+    if not cached:  # said before the first batch
+        assert r.output.index(COMPILING) < r.output.index("[batch 0]")
+
+
+def test_compiled_tells_a_cache_miss() -> None:
+    from numba import njit
+
+    @njit(cache=False)
+    def double(x: int) -> int:
+        return 2 * x
+
+    from netrules.engine.columnar import kernels
+
+    assert not kernels.compiled(double)
+    assert double(2) == 4 and kernels.compiled(double)
+
+
 def test_demo_prints_alerts_and_dashboard_hint(tmp_path) -> None:
     r = cli("demo", "--dir", tmp_path / "demo")
     assert r.exit_code == 0, r.output
