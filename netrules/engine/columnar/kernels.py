@@ -6,8 +6,9 @@ the number of elements left (about 30 µs a probe and 400 µs a 200-cell walk, m
 best-routes sweep's time once the deltas are small). Compiled, a call costs about a
 microsecond plus nanoseconds per element. ``cache=True`` keeps the machine code beside the
 module (or in Numba's user cache where that is read-only), so only the first run on a machine
-compiles (about 20 s for all the americas job calls on 2 cores: 27.6 s the first time, 6.1 s
-after; any edit of this file makes Numba compile them all again).
+compiles (about 25 s for all the americas job calls on 2 cores: 30.2 s the first time, 5.2 s
+after; any edit of this file makes Numba compile them all again; ``warm``'s caller is told
+when that is happening).
 """
 
 from __future__ import annotations
