@@ -27,7 +27,8 @@ __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", 
            "dense_offsets", "expand_dense", "prefill_table", "value_codes", "prefill_rows",
            "dense_rederive", "row_table", "below_index", "head_codes", "ledger_plain", "net_rows",
            "get_or_add",
-           "chain_intern", "least_keyed_lists", "store_supports", "hide_all", "compiled"]
+           "chain_intern", "least_keyed_lists", "store_supports", "mark_first", "hide_all",
+           "compiled"]
 
 EMPTY = -1
 GONE = -2  # a deleted slot: lookups probe past it, inserts may reuse it
@@ -1414,19 +1415,24 @@ def hide_all(n: np.int64, alive: np.ndarray, nsup: np.ndarray, touched: np.ndarr
 def store_supports(head: np.ndarray, rule: np.ndarray, body: np.ndarray, start: np.int64,
                    s_head: np.ndarray, s_rule: np.ndarray, s_body: np.ndarray,
                    s_alive: np.ndarray, codes: np.ndarray, brows: np.ndarray
-                   ) -> np.ndarray:  # pragma: no cover - compiled
+                   ) -> tuple:  # pragma: no cover - compiled
     """``Supports.add``'s writes in one pass: support ``start + i`` gets head row, rule and
     body rows (a gid's row bits; -1 stays -1, also in ``brows``, body rows by column, for
     the index) and is made alive. Returns the index of the first support of each head's
-    block; ``codes`` (w x 3, filled here) is per body column the least and largest relation
-    code used and how many entries use it, so the caller indexes a column of one relation
-    (the usual case) with no split. A dozen array passes and their temporaries were 120 µs
-    a call whatever the size (a stratum derived afresh makes two or three calls). The row
-    bits are ``supports._ROW_BITS`` (34)."""
+    block, and (least and largest head relation code, largest head row, least and largest
+    rule): what the caller's bookkeeping needs, without passes of its own. ``codes`` (w x
+    3, filled here) is per body column the least and largest relation code used and how
+    many entries use it, so the caller indexes a column of one relation (the usual case)
+    with no split. A dozen array passes and their temporaries were 120 µs a call whatever
+    the size (a stratum derived afresh makes two or three calls). The row bits are
+    ``supports._ROW_BITS`` (34)."""
     m, w = body.shape
     mask = np.int64((1 << 34) - 1)
     for j in range(w):
         codes[j, 0], codes[j, 1], codes[j, 2] = np.int64(1) << 40, -1, 0
+    info = np.empty(5, dtype=np.int64)
+    info[0], info[1], info[2] = np.int64(1) << 40, -1, -1
+    info[3], info[4] = np.int64(1) << 40, -1
     starts = np.empty(m, dtype=np.int64)
     ns = 0
     for i in range(m):
@@ -1435,6 +1441,11 @@ def store_supports(head: np.ndarray, rule: np.ndarray, body: np.ndarray, start: 
         if i == 0 or h != head[i - 1]:
             starts[ns] = i
             ns += 1
+            info[0] = min(info[0], h >> 34)
+            info[1] = max(info[1], h >> 34)
+            info[2] = max(info[2], h & mask)
+        info[3] = min(info[3], rule[i])
+        info[4] = max(info[4], rule[i])
         s_head[s] = h & mask
         s_rule[s] = rule[i]
         s_alive[s] = True
@@ -1452,7 +1463,17 @@ def store_supports(head: np.ndarray, rule: np.ndarray, body: np.ndarray, start: 
             else:
                 s_body[s, j] = -1
                 brows[j, i] = -1
-    return starts[:ns]
+    return starts[:ns], info
+
+
+@njit(cache=True, nogil=True)
+def mark_first(first: np.ndarray, head: np.ndarray, starts: np.ndarray,
+               start: np.int64) -> None:  # pragma: no cover - compiled
+    """``Supports.first`` of one relation: each new block's head row gets the block's first
+    support id (``start`` + its index in the call)."""
+    mask = np.int64((1 << 34) - 1)
+    for i in range(len(starts)):
+        first[head[starts[i]] & mask] = start + starts[i]
 
 
 _WARM = False

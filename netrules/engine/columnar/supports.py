@@ -139,33 +139,31 @@ class Supports:
         if start + m >= 2**31:
             raise OverflowError("more than 2**31 supports in one columnar program")
         self._reserve(start + m)
-        if isinstance(rule, (int, np.integer)):
-            r = np.full(m, rule, dtype=np.int64)
-            lo = hi = int(rule)
-        else:
-            r = np.asarray(rule, dtype=np.int64)
-            lo, hi = int(r.min()), int(r.max())
-        if hi >= len(self.head_code) or (
-                self.head_code[lo] < 0 if lo == hi else (self.head_code[r] < 0).any()):
-            self._learn(head, r, body)
+        r = (np.full(m, rule, dtype=np.int64) if isinstance(rule, (int, np.integer))
+             else np.asarray(rule, dtype=np.int64))
         head = np.ascontiguousarray(head, dtype=np.int64)
         body = np.ascontiguousarray(body, dtype=np.int64)
         used = np.empty((body.shape[1], 3), dtype=np.int64)
         brows = np.empty((body.shape[1], m), dtype=np.int32)
-        starts = kernels.store_supports(head, r, body, np.int64(start), self.head, self.rule,
-                                        self.body, self.alive, used, brows)
+        starts, info = kernels.store_supports(head, r, body, np.int64(start), self.head,
+                                              self.rule, self.body, self.alive, used, brows)
+        lo, hi, top, rlo, rhi = info.tolist()
+        if rhi >= len(self.head_code) or (
+                self.head_code[rlo] < 0 if rlo == rhi else (self.head_code[r] < 0).any()):
+            self._learn(head, r, body)
         self.n += m
         self.count += m
         ids = np.arange(start, start + m, dtype=np.int64)
         self._index(ids, body, used.tolist(), brows)
-        first = head[starts]
-        code, rows = first >> _ROW_BITS, first & _ROW_MASK
-        lo, hi = int(code.min()), int(code.max())
-        for c in (lo,) if lo == hi else distinct(code).tolist():
-            at = starts if lo == hi else starts[code == c]
-            crow = rows if lo == hi else rows[code == c]
-            arr = self._first_of_code(c, int(crow.max()) + 1)
-            arr[crow] = at + start
+        if lo == hi:  # (the usual call: one relation's facts)
+            kernels.mark_first(self._first_of_code(lo, top + 1), head, starts, np.int64(start))
+        else:
+            first = head[starts]
+            code, rows = first >> _ROW_BITS, first & _ROW_MASK
+            for c in distinct(code).tolist():
+                at, crow = starts[code == c], rows[code == c]
+                arr = self._first_of_code(c, int(crow.max()) + 1)
+                arr[crow] = at + start
         self.touched.append(head)
         return ids
 
