@@ -53,6 +53,11 @@ DEFAULT_K = 2
 #: reads from below (``ColumnarProgram._recompute_pays``): the first where the compiled
 #: closure derives it afresh (``LinearClosure.fits``), the second elsewhere.
 RECOMPUTE = (0.1, 0.5)
+#: An admission round sorts at most this many candidates inside ``kernels.best_supports``;
+#: past it NumPy's sort is the faster (3,000 candidates: 57 µs against 78 µs; 300,000:
+#: 26 ms against 19).
+SORT_IN_KERNEL = 4096
+_NO_ORDER = np.empty(0, np.int64)
 
 
 def unsupported(plan: Plan) -> str | None:
@@ -758,7 +763,8 @@ class ColumnarProgram:
                 rid = np.concatenate([np.full(len(p[1]), p[0], np.int32) for p in parts])
             # the fact's rank is its least candidate's; only supports of that rank are
             # well-founded, and K of them are kept (a round makes each derivation once)
-            order = np.argsort((rows << 31) | rank)
+            order = (np.argsort((rows << 31) | rank) if len(rows) > SORT_IN_KERNEL
+                     else _NO_ORDER)
             keep, facts, frank, nsup = kernels.best_supports(rows, rank, order, self.k)
             self._made.append((gid(self.codes[name], rows[keep]),
                                rid if isinstance(rid, int) else rid[keep], body[keep]))
