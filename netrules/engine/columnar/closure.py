@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netrules.engine.columnar import kernels
-from netrules.engine.columnar.keys import pack
 from netrules.engine.columnar.sets import distinct
 from netrules.engine.columnar.supports import gid
 from netrules.lang import ast
@@ -54,7 +53,8 @@ MAX_WORK = 20_000
 #: and the vectorised rounds measured faster (americas k=100 and partitions, up and down).
 MAX_ROWS = 1 << 18
 #: B rows are found by offsets per key value when their keys span at most this many values
-#: a row (``by_key``), else by binary search.
+#: a row (``kernels.below_index``), else by binary search: the kernels' binary search of B
+#: per frontier fact was a sixth of a backbone's closure.
 BY_KEY_SPAN = 16
 #: A run from at least one seed in this many of the relation's rows finds a new head's row by
 #: value codes (``kernels.row_table``: one pass over the rows) instead of R's hash map.
@@ -158,25 +158,6 @@ def _from_head(head: ast.Atom, r_atom: ast.Atom, bv: dict[str, int]
     return (key, tuple(r_src)) if key else None
 
 
-def by_key(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per rule's sorted B keys, where each key's rows start (``kernels._b_span``):
-    (offsets, each rule's start in them, its lowest key), a rule without them when its keys
-    span more than ``BY_KEY_SPAN`` values a row (packed pairs, sparse ids). Why: the
-    kernels' binary search of B per frontier fact was a sixth of a backbone's closure."""
-    parts, coff, clo = [], [0], []
-    for k in keys:
-        lo = int(k[0]) if len(k) else 0
-        span = int(k[-1]) - lo + 1 if len(k) else 0
-        n = 0
-        if 0 < span <= BY_KEY_SPAN * max(len(k), 1024):
-            parts.append(np.searchsorted(k, np.arange(lo, lo + span + 1, dtype=np.int64)))
-            n = span + 1
-        coff.append(coff[-1] + n)
-        clo.append(lo)
-    cidx = np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
-    return cidx, np.array(coff, dtype=np.int64), np.array(clo, dtype=np.int64)
-
-
 @dataclass
 class Prefill:
     """A rederivation's dense table of heads (``LinearClosure.prefilled``).
@@ -246,6 +227,21 @@ class LinearClosure:
         self._used_slots = np.array(self._used, dtype=np.int64)
         self._b_keys = [np.array(lin.b_key, dtype=np.int64) for lin in rules]
         self._b_vals = [np.array(lin.b_vals, dtype=np.int64) for lin in rules]
+        # solved from the head (``rederive``): B's columns matched against head positions
+        # ``_hkey``, and per R position a B column (``_rsrc`` 0, its value in slot
+        # ``_ridx``) or a head position (``_rsrc`` 1, position ``_ridx``)
+        self._h_keys, self._h_vals = [], []
+        self._hkey = np.full((nr, 2), -1, dtype=np.int64)
+        self._rsrc = np.zeros((nr, 2), dtype=np.int64)
+        self._ridx = np.zeros((nr, 2), dtype=np.int64)
+        for i, lin in enumerate(rules if self.rederives else ()):
+            key, r_src = lin.from_head  # type: ignore[misc]
+            self._h_keys.append(np.array([c for c, _ in key], dtype=np.int64))
+            self._hkey[i, : len(key)] = [p for _, p in key]
+            self._h_vals.append(np.array([at if src == 0 else -1 for src, at in r_src],
+                                         dtype=np.int64))
+            for p, (src, at) in enumerate(r_src):
+                self._rsrc[i, p], self._ridx[i, p] = src, p if src == 0 else at
         self._b_at = np.array([lin.b_at for lin in rules])
         self._r_at = np.array([lin.r_at for lin in rules])
         self._rid = np.array([lin.rule_id for lin in rules], dtype=np.int32)
@@ -257,7 +253,7 @@ class LinearClosure:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        if "_b_keys" not in state:  # (a closure pickled before it kept them)
+        if "_h_keys" not in state:  # (a closure pickled before it kept them)
             self._shapes()
 
     @classmethod
@@ -285,12 +281,15 @@ class LinearClosure:
         """Whether the compiled paths serve the relation as large as it is (``MAX_ROWS``)."""
         return prog.rels[self.name].n <= self.max_rows
 
-    def _below(self, prog: ColumnarProgram) -> tuple[np.ndarray, ...]:
-        """Each rule's alive B rows sorted by join key, concatenated (``bval`` padded to
-        two slots), and their offsets by key (``by_key``), a compiled pass a rule
-        (``kernels.below_index``)."""
+    def _below(self, prog: ColumnarProgram, key_cols: list[np.ndarray],
+               val_cols: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+        """Each rule's alive B rows sorted by join key (B columns ``key_cols[i]``),
+        concatenated, with the values the kernel takes from B (columns ``val_cols[i]`` in
+        two slots, -1: none), and their offsets by key: a compiled pass a rule
+        (``kernels.below_index``). The closure joins by the recursive atom's variables
+        (``run``), a rederivation by the head's (``rederive``)."""
         offs, keys, rows, vals, cidx, coff, clo = [0], [], [], [], [], [0], []
-        for lin, kc, vc in zip(self.rules, self._b_keys, self._b_vals, strict=True):
+        for lin, kc, vc in zip(self.rules, key_cols, val_cols, strict=True):
             rel = prog.rels[lin.below]
             k, r, v, c, lo = kernels.below_index(rel.cols, rel.alive, np.int64(rel.n), kc, vc,
                                                  np.int64(BY_KEY_SPAN))
@@ -317,7 +316,8 @@ class LinearClosure:
         width and the relation's size: no map or sorted array is probed then."""
         rel = prog.rels[self.name]
         m = rel.map
-        boff, bkey, cidx, coff, clo, brow, bval = self._below(prog)
+        boff, bkey, cidx, coff, clo, brow, bval = self._below(prog, self._b_keys,
+                                                              self._b_vals)
         rjoin, hsrc, hidx = self._rjoin, self._hsrc, self._hidx
         restrict = allowed is not None
         allow = allowed if allowed is not None else np.empty(0, np.int64)
@@ -442,35 +442,8 @@ class LinearClosure:
         standing facts are found in its table (``kernels.dense_rederive``)."""
         rel = prog.rels[self.name]
         m = rel.map
-        nr = len(self.rules)
-        offs, keys, rows, vals = [0], [], [], []
-        hkey = np.full((nr, 2), -1, dtype=np.int64)
-        rsrc = np.zeros((nr, 2), dtype=np.int64)
-        ridx = np.zeros((nr, 2), dtype=np.int64)
-        for i, lin in enumerate(self.rules):
-            key, r_src = lin.from_head  # type: ignore[misc]
-            b = prog.rels[lin.below]
-            r = b.alive_rows()
-            k = b.cols[r, key[0][0]].astype(np.int64)
-            if len(key) == 2:
-                k = pack(k, b.cols[r, key[1][0]])
-            hkey[i, : len(key)] = [p for _, p in key]
-            order = np.argsort(k, kind="stable")
-            r, k = r[order], k[order]
-            v = np.zeros((len(r), 2), dtype=np.int64)
-            for p, (src, at) in enumerate(r_src):
-                rsrc[i, p] = src
-                if src == 0:
-                    v[:, p] = b.cols[r, at]
-                    ridx[i, p] = p
-                else:
-                    ridx[i, p] = at
-            keys.append(k)
-            rows.append(r)
-            vals.append(v)
-            offs.append(offs[-1] + len(r))
-        below = (np.array(offs, dtype=np.int64), np.concatenate(keys), *by_key(keys),
-                 np.concatenate(rows).astype(np.int64), np.concatenate(vals), hkey, rsrc, ridx)
+        below = (*self._below(prog, self._h_keys, self._h_vals), self._hkey, self._rsrc,
+                 self._ridx)
         if pre is not None and pre.every:
             heads = distinct(heads)  # (hidden suspects: distinct rows, sorted here)
             found = kernels.dense_rederive(heads.astype(np.int64), rel.cols, rel.rank,
@@ -484,7 +457,7 @@ class LinearClosure:
         code = prog.codes[self.name]
         out = []
         for i, lin in enumerate(self.rules):
-            mine = found[found[:, 1] == i] if nr > 1 else found
+            mine = found[found[:, 1] == i] if len(self.rules) > 1 else found
             if not len(mine):
                 continue
             body = np.full((len(mine), prog.supports.width), -1, dtype=np.int64)

@@ -879,14 +879,14 @@ def head_codes(bval: np.ndarray, used: np.ndarray, scols: np.ndarray, max_span: 
 @njit(cache=True, nogil=True)
 def below_index(cols: np.ndarray, alive: np.ndarray, n: np.int64, kcols: np.ndarray,
                 vcols: np.ndarray, span_per_row: np.int64) -> tuple:  # pragma: no cover
-    """``linear_closure``'s view of one rule's B: its alive rows among the first ``n``
-    ordered by join key (columns ``kcols``, two packed as ``keys.pack`` does), stably,
-    with (keys, rows, the head's values from columns ``vcols`` padded to two slots, per key
-    value from the least the index of its first row (``closure.by_key``'s offsets; empty
-    where the keys span more than ``span_per_row`` values a row), the least key). Keys of
-    a narrow span are placed by a counting sort, which gives the offsets too. Twelve array
-    calls, a sort and a binary search per key value were a tenth of a small graph's up
-    batch."""
+    """The view of one rule's B that ``linear_closure`` and the rederivation kernels read:
+    its alive rows among the first ``n`` ordered by join key (columns ``kcols``, two packed
+    as ``keys.pack`` does), stably. Returns (keys, rows, values from columns ``vcols`` in
+    two slots, 0 where a slot's column is -1, per key value from the least the index of
+    its first row (``_b_span``'s offsets; empty where the keys span more than
+    ``span_per_row`` values a row), the least key). Keys of a narrow span are placed by a
+    counting sort, which gives the offsets too. Twelve array calls, a sort and a binary
+    search per key value were a tenth of a small graph's up batch."""
     m = 0
     for r in range(n):
         if alive[r]:
@@ -928,7 +928,8 @@ def below_index(cols: np.ndarray, alive: np.ndarray, n: np.int64, kcols: np.ndar
     vals = np.zeros((m, 2), dtype=np.int64)
     for i in range(m):
         for slot in range(len(vcols)):
-            vals[i, slot] = cols[srows[i], vcols[slot]]
+            if vcols[slot] >= 0:
+                vals[i, slot] = cols[srows[i], vcols[slot]]
     return skeys, srows, vals, offs, lo
 
 
