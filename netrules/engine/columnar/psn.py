@@ -260,6 +260,34 @@ class _Rule:
             if isinstance(lit, ast.Negation):
                 nv = frozenset(ast.variables_of(lit.atom))
                 self.negs.append((lit.atom, compile_join(rule, None, nv)))
+        self.copy = _copy_columns(rule)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "copy" not in state:  # (a rule pickled before it had one)
+            self.copy = _copy_columns(self.rule)
+
+
+def _copy_columns(rule: ast.Rule) -> np.ndarray | None:
+    """The body columns a copy rule's head takes, per head position, or None: a rule whose
+    body is one atom of distinct plain variables and whose head is some of them
+    (``reachable(@S,D) :- link(@S,D,C)``). Its derivations are a gather of the body rows'
+    columns, where the join machinery (a table, a join, the head's terms) was a tenth of a
+    small graph's batch derived afresh."""
+    if rule.delete or len(rule.body) != 1 or not isinstance(rule.body[0], ast.Atom):
+        return None
+    at: dict[str, int] = {}
+    for p, t in enumerate(rule.body[0].args):
+        if not isinstance(t, ast.Var) or t.name in at:
+            return None
+        if t.name != "_":
+            at[t.name] = p
+    cols = []
+    for t in rule.head.args:
+        if not isinstance(t, ast.Var) or t.name not in at:
+            return None
+        cols.append(at[t.name])
+    return np.array(cols, dtype=np.int64) if cols else None
 
 
 class ColumnarProgram:
@@ -655,7 +683,15 @@ class ColumnarProgram:
         not alive (and, with ``only``, one of its rows; with ``want``, the given row per
         binding). Heads are matched before the bodies are built: in a rederivation most
         derivations meet a fact that stands, and their bodies would be built for nothing."""
-        heads = head_columns(r.rule, self.values, tab)
+        return self._derived_heads(r, head_columns(r.rule, self.values, tab), tab.atoms,
+                                   srels, only, want)
+
+    def _derived_heads(self, r: _Rule, heads: np.ndarray, atoms: dict[int, np.ndarray],
+                       srels: frozenset[str],
+                       only: Mapping[str, _Suspects | _Hidden] | None = None,
+                       want: np.ndarray | None = None
+                       ) -> tuple[_Rule, np.ndarray, np.ndarray, np.ndarray] | None:
+        """``_derived`` of derivations given by their head rows and body atoms' rows."""
         name = r.rule.head.relation
         rel = self.rels[name]
         if want is not None:  # solved from the head: the head must be that row again
@@ -672,7 +708,6 @@ class ColumnarProgram:
         else:
             rows = rel.rows_for(heads)
             ok = ~rel.alive[rows]
-        atoms = tab.atoms
         if not ok.all():
             idx = np.flatnonzero(ok)
             if not len(idx):
@@ -731,6 +766,12 @@ class ColumnarProgram:
                         # first round meets it too, and its join makes the relation's index
                         # while it is empty, which a later batch would build over a
                         # backbone's 1.3 M rows (9 ms)
+                        continue
+                    if r.copy is not None:
+                        heads = self.rels[atom.relation].cols[rows][:, r.copy].astype(np.int64)
+                        if (c := self._derived_heads(r, heads, {0: rows}, srels, only)
+                                ) is not None:
+                            out.append(c)
                         continue
                     tab = self.start(r.rule, atom, rows, i)
 
@@ -870,10 +911,16 @@ class ColumnarProgram:
                 # solved for a body row (americas, ten links down: 247,000 suspects probed
                 # for 2,900 links, 8 of a 100 ms batch)
                 (atom,) = r.atoms
-                tab = self.start(r.rule, atom, self.rels[atom.relation].alive_rows(), 0)
-                tab = r.by_start[0].run(self.rels, self.values, tab, lambda j: new, new)
-                if tab.n and (c := self._derived(r, tab, srels,
-                                                 {rel.name: _Hidden(rel)})) is not None:
+                brows = self.rels[atom.relation].alive_rows()
+                if r.copy is not None:
+                    heads = self.rels[atom.relation].cols[brows][:, r.copy].astype(np.int64)
+                    c = self._derived_heads(r, heads, {0: brows}, srels,
+                                            {rel.name: _Hidden(rel)})
+                else:
+                    tab = self.start(r.rule, atom, brows, 0)
+                    tab = r.by_start[0].run(self.rels, self.values, tab, lambda j: new, new)
+                    c = self._derived(r, tab, srels, {rel.name: _Hidden(rel)}) if tab.n else None
+                if c is not None:
                     cands.append(c)
                 continue
             tab = bind_head(r.rule, rel, rows)
