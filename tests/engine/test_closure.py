@@ -477,3 +477,26 @@ def test_a_stratum_derived_afresh_joins_a_relation_of_one_fact() -> None:
     gone = _facts([("e", 0, 1), ("e", 1, 2), ("f", 1, 1)])
     columnar.apply(state, [("-", f) for f in gone])
     assert {f.args for f in state.views().get("q", [])} == {(2, 3)}
+
+
+@pytest.mark.parametrize(("rule", "want"), [
+    ("p(X,Y) :- e(X,Y).", [0, 1]),
+    ("p(Y,X) :- e(X,Y).", [1, 0]),
+    ("p(X,Y) :- g(X,Y,_).", [0, 1]),
+    ("p(X,Y) :- g(X,Z,Y).", [0, 2]),
+    ("p(X,X) :- e(X,Y).", [0, 0]),
+    ("p(X,Y) :- e(X,X), f(X,Y).", None),  # two atoms
+    ("p(X) :- e(X,X).", None),  # a repeated variable filters
+    ("p(X,1) :- e(X,Y).", None),  # a constant in the head
+    ("p(X,Y) :- e(X,1), f(X,Y).", None),
+    ("p(X,Y) :- e(X,Y), X != Y.", None),  # a condition
+])
+def test_copy_rules_are_a_gather_of_body_columns(rule: str, want: list | None) -> None:
+    """``psn._copy_columns``: a rule whose body is one atom of distinct plain variables and
+    whose head is some of them takes its derivations as a gather of the body's columns;
+    any constant, repeated variable, second literal or condition leaves it to the join."""
+    from netrules.engine.columnar.psn import _copy_columns
+
+    (r,) = parse_program(rule).rules
+    got = _copy_columns(r)
+    assert (None if got is None else got.tolist()) == want
