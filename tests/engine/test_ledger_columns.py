@@ -138,3 +138,20 @@ def test_the_columnar_engine_on_plain_streams_is_the_per_fact_engine(stream, dat
         assert col.views() == per.views()
         assert (col.state.ledger.pending_count()
                 == len(per.state.ledger.pending_deletions()))
+
+
+def test_fact_numbers_pickled_flat_load_by_relation() -> None:
+    """A ledger pickled when its facts were numbered by a flat ``(relation, args)`` key (a
+    snapshot written before the numbers were kept by relation) loads with every number, and
+    goes on numbering from there."""
+    led = ColumnLedger()  # (no keys: key getters are closures, not pickled)
+    _apply(led, [("+", link("a", "b")), ("+", link("b", "c")), ("+", Fact("other", (1,)))])
+    nums = led.numbers
+    flat = {(rel, args): n for rel, by in nums.of.items() for args, n in by.items()}
+    nums.of = flat  # as an older snapshot holds it
+    back = pickle.loads(pickle.dumps(led))
+    assert back.numbers.get(link("b", "c")) == flat[("link", ("b", "c", 1))]
+    assert back.numbers.get(Fact("other", (1,))) == flat[("other", (1,))]
+    assert back.numbers.get(link("c", "d")) is None
+    assert back.numbers.add(link("c", "d"), ("link", ("c", "d", 1))) == len(flat)
+    assert back.known([("-", link("a", "b")), ("+", link("c", "d"))]) is not None
