@@ -19,7 +19,7 @@ except builtins that cannot be vectorised.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -272,7 +272,7 @@ def _copy_columns(rule: ast.Rule) -> np.ndarray | None:
     """The body columns a copy rule's head takes, per head position, or None: a rule whose
     body is one atom of distinct plain variables and whose head is some of them
     (``reachable(@S,D) :- link(@S,D,C)``). Its derivations are a gather of the body rows'
-    columns (``ColumnarProgram._copied``), where the join machinery (a table, a join, the
+    columns (``ColumnarProgram._from_atom``), where the join machinery (a table, a join, the
     head's terms) was 15% of TataNld's 100-link down batch, whose stratum is derived afresh
     (its first round meets the copy rule alone)."""
     if rule.delete or len(rule.body) != 1 or not isinstance(rule.body[0], ast.Atom):
@@ -687,9 +687,19 @@ class ColumnarProgram:
         return self._derived_heads(r, head_columns(r.rule, self.values, tab), tab.atoms,
                                    srels, only, want)
 
-    def _copied(self, r: _Rule, rows: np.ndarray) -> np.ndarray:
-        """The head rows (ids) a copy rule derives from the given rows of its body atom."""
-        return self.rels[r.atoms[0].relation].cols[rows][:, r.copy].astype(np.int64)
+    def _from_atom(self, r: _Rule, i: int, rows: np.ndarray, read: Callable[[int], Reader],
+                   srels: frozenset[str],
+                   only: Mapping[str, _Suspects | _Hidden] | None = None
+                   ) -> tuple[_Rule, np.ndarray, np.ndarray, np.ndarray] | None:
+        """``_derived`` of rule ``r`` solved from the given rows of its body atom ``i``, the
+        other atoms read as ``read(j)`` says. A copy rule's derivations are a gather of
+        those rows' columns (``_copy_columns``), with no table, join or head terms."""
+        if r.copy is not None:
+            heads = self.rels[r.atoms[0].relation].cols[rows][:, r.copy].astype(np.int64)
+            return self._derived_heads(r, heads, {0: rows}, srels, only)
+        tab = self.start(r.rule, r.atoms[i], rows, i)
+        tab = r.by_start[i].run(self.rels, self.values, tab, read, self._new())
+        return self._derived(r, tab, srels, only) if tab.n else None
 
     def _derived_heads(self, r: _Rule, heads: np.ndarray, atoms: dict[int, np.ndarray],
                        srels: frozenset[str],
@@ -772,17 +782,9 @@ class ColumnarProgram:
                         # while it is empty, which a later batch would build over a
                         # backbone's 1.3 M rows (9 ms)
                         continue
-                    if r.copy is not None:
-                        if (c := self._derived_heads(r, self._copied(r, rows), {0: rows},
-                                                     srels, only)) is not None:
-                            out.append(c)
-                        continue
-                    tab = self.start(r.rule, atom, rows, i)
-
                     def read(j: int, i: int = i) -> Reader:
                         return new if j < i else old
-                    tab = r.by_start[i].run(self.rels, self.values, tab, read, new)
-                    if tab.n and (c := self._derived(r, tab, srels, only)) is not None:
+                    if (c := self._from_atom(r, i, rows, read, srels, only)) is not None:
                         out.append(c)
         finally:
             self._in_delta = {}
@@ -915,15 +917,9 @@ class ColumnarProgram:
                 # solved for a body row (americas, ten links down: 247,000 suspects probed
                 # for 2,900 links, 8 of a 100 ms batch)
                 (atom,) = r.atoms
-                brows = self.rels[atom.relation].alive_rows()
-                if r.copy is not None:
-                    c = self._derived_heads(r, self._copied(r, brows), {0: brows}, srels,
-                                            {rel.name: _Hidden(rel)})
-                else:
-                    tab = self.start(r.rule, atom, brows, 0)
-                    tab = r.by_start[0].run(self.rels, self.values, tab, lambda j: new, new)
-                    c = self._derived(r, tab, srels, {rel.name: _Hidden(rel)}) if tab.n else None
-                if c is not None:
+                if (c := self._from_atom(r, 0, self.rels[atom.relation].alive_rows(),
+                                         lambda j: new, srels,
+                                         {rel.name: _Hidden(rel)})) is not None:
                     cands.append(c)
                 continue
             tab = bind_head(r.rule, rel, rows)

@@ -161,9 +161,9 @@ class Supports:
             first = head[starts]
             code, rows = first >> _ROW_BITS, first & _ROW_MASK
             for c in distinct(code).tolist():
-                at, crow = starts[code == c], rows[code == c]
-                arr = self._first_of_code(c, int(crow.max()) + 1)
-                arr[crow] = at + start
+                sel = code == c
+                kernels.mark_first(self._first_of_code(c, int(rows[sel].max()) + 1), head,
+                                   starts[sel], np.int64(start))
         self.touched.append(head)
         return ids
 
