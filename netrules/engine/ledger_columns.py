@@ -104,6 +104,9 @@ class ColumnLedger(BaseLedger):
         self._sign = np.zeros(0, np.int8)  # register number -> _NONE / _PLUS / _MINUS
         self._fact = np.zeros(0, np.int64)  # ... the fact number of its latest write
         self._ins = np.zeros(0, bool)  # ... whether some insertion has reached it
+        # registers holding a deletion never inserted (``pending_count``), while mirrored:
+        # kept by each batch, not counted over every register each batch
+        self._npend = 0
         super().__init__(keys, lifetimes)
 
     # -- ``regs``: the dict the rest of BaseLedger reads, brought up to date on reading ----
@@ -158,6 +161,7 @@ class ColumnLedger(BaseLedger):
             sign[rn] = _PLUS if w.sign == "+" else _MINUS
             fact[rn], ins[rn] = fn, w.inserted
         self._sign, self._fact, self._ins = sign, fact, ins
+        self._npend = int(np.count_nonzero((sign == _MINUS) & ~ins))
         self._mirror_ok = True
 
     def number(self, fact: Fact) -> int:
@@ -167,9 +171,12 @@ class ColumnLedger(BaseLedger):
 
     # -- the array path ----------------------------------------------------------------------
     def known(self, batch: list[Update]) -> tuple[np.ndarray, np.ndarray] | None:
-        """(fact numbers, is-deletion) of a batch of plain ``(sign, fact)`` updates of
-        numbered facts with signs '+'/'-', or None (a timed, new or malformed update: the
-        caller checks the batch and goes the general way)."""
+        """(fact numbers, signs as the bytes ``+``/``-``) of a batch of plain
+        ``(sign, fact)`` updates of numbered facts, or None (a timed, new or malformed
+        update: the caller checks the batch and goes the general way). The checks are
+        Python's own (``min`` of a list, ``str.strip``): each kind of NumPy call a batch
+        makes first costs it 20-80 µs after other work has run (docs/engine.md, "Cold
+        batches")."""
         of = self.numbers.of
         nums = []
         try:
@@ -179,19 +186,16 @@ class ColumnLedger(BaseLedger):
             signs = "".join([s for s, _ in batch])
         except (ValueError, TypeError, AttributeError):
             return None
-        if len(signs) != len(nums) or signs.strip("+-"):
+        if len(signs) != len(nums) or signs.strip("+-") or (nums and min(nums) < 0):
             return None
-        fns = np.array(nums, dtype=np.int64)
-        if len(fns) and int(fns.min()) < 0:
-            return None
-        return fns, np.frombuffer(signs.encode(), np.uint8) == 45
+        return np.array(nums, dtype=np.int64), np.frombuffer(signs.encode(), np.uint8)
 
-    def plain(self, fns: np.ndarray, minus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def plain(self, fns: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Apply plain updates given by ``known``; returns the fact numbers that appeared and
         that vanished (``BaseLedger._plain``'s rules over arrays). Soft state is not served
         here: the caller asks ``lifetimes`` first."""
-        if not self._mirror_ok:
-            self._mirror()
+        if not self._mirror_ok or "_npend" not in self.__dict__:  # (pickled before it kept
+            self._mirror()                                        # the count)
         n = self.numbers
         need = len(n.regs)
         if need > len(self._sign):
@@ -200,17 +204,18 @@ class ColumnLedger(BaseLedger):
             self._fact = np.concatenate([self._fact, np.zeros(cap - len(self._fact), np.int64)])
             self._ins = np.concatenate([self._ins, np.zeros(cap - len(self._ins), bool)])
         m = len(fns)
-        appeared, vanished, r, f, neg, last, ins = kernels.ledger_plain(
-            fns, minus, n.freg, self._sign, self._fact, self._ins, np.int8(_PLUS),
+        appeared, vanished, r, f, neg, last, ins, pend = kernels.ledger_plain(
+            fns, signs, n.freg, self._sign, self._fact, self._ins, np.int8(_PLUS),
             np.int8(_MINUS))
+        self._npend += pend
         self._pending.append((self.clock, r, f, neg, self.arrivals + 1 + last, ins))
         self.arrivals += m
         self.last = Counter()
         return appeared, vanished
 
     def pending_count(self) -> int:
-        if self._pending and self._mirror_ok:
-            return int(np.count_nonzero((self._sign == _MINUS) & ~self._ins))
+        if self._pending and self._mirror_ok and "_npend" in self.__dict__:
+            return self._npend
         return super().pending_count()
 
     # -- copies and pickles --------------------------------------------------------------------
@@ -221,7 +226,7 @@ class ColumnLedger(BaseLedger):
         other._orphans = set(self._orphan_regs()) if not self._pending else None
         other._sign, other._fact, other._ins = (self._sign.copy(), self._fact.copy(),
                                                 self._ins.copy())
-        other._mirror_ok = self._mirror_ok
+        other._mirror_ok, other._npend = self._mirror_ok, self._npend
         other.clock, other.arrivals = self.clock, self.arrivals
         return other
 

@@ -146,11 +146,15 @@ ONE_DERIVATION = {
 }
 
 
+@pytest.mark.parametrize("copy_path", [True, False], ids=["row map", "general"])
 @pytest.mark.parametrize("name", sorted(ONE_DERIVATION))
-def test_a_fact_of_one_derivation_dies_with_it_and_no_other_does(name: str) -> None:
+def test_a_fact_of_one_derivation_dies_with_it_and_no_other_does(name: str,
+                                                                  copy_path: bool) -> None:
     """A stratum whose every fact has one derivation skips rederivation (``final_kill``);
     the near-misses keep it, and every view equals the oracle's after each batch. With the
-    shortcut taken for a near-miss, its link-down batches lose heads that still hold."""
+    shortcut taken for a near-miss, its link-down batches lose heads that still hold. The
+    copies among them (``copy``, ``keyed``) go through their row map (copies.py), or, as
+    a reference, the general path."""
     import random
 
     from netrules.lang import parse_program
@@ -162,7 +166,9 @@ def test_a_fact_of_one_derivation_dies_with_it_and_no_other_does(name: str) -> N
     plan = plan_program(parse_program(text))
     state = columnar.materialize(plan, [])
     prog = state.extra["program"]
+    prog.copy_path = copy_path
     assert any(srels == {"c"} for srels in prog.final_kill) is final
+    assert (frozenset({"c"}) in prog._copies()) is (final and name != "derived body")
     rng = random.Random(7)
     nodes = "abcde"
     up: set[Fact] = set()
@@ -181,3 +187,51 @@ def test_a_fact_of_one_derivation_dies_with_it_and_no_other_does(name: str) -> N
         columnar.apply(state, batch)
         want = evaluate_program(plan.program, sorted(up, key=Fact.key))
         assert state.views().get("c", []) == want.get("c", [])
+
+
+@pytest.mark.parametrize("program", ["reachability", "loops", "routing_loop"])
+def test_a_copy_stratum_by_its_row_map_keeps_what_the_general_path_keeps(program: str
+                                                                         ) -> None:
+    """Random link batches, costs changing under a key among them: the copy strata kept
+    through their row map (copies.py) end every batch with the facts, ranks, supports and
+    explanations the general path gives, and so do the strata above them."""
+    import random
+
+    plan = plan_program(programs.load(program))
+    base = sorted(set(plan.arity) - set(plan.derived))
+    states = [columnar.materialize(plan, []) for _ in range(2)]
+    states[1].extra["program"].copy_path = False
+    assert states[0].extra["program"]._copies()
+    rng = random.Random(11)
+    nodes = "abcdef"
+    up: dict[tuple, Fact] = {}
+    for _ in range(60):
+        batch = []
+        for _ in range(rng.randint(1, 8)):
+            rel = rng.choice(base)
+            arity = plan.arity[rel]
+            key = (rel, rng.choice(nodes), rng.choice(nodes))
+            if key in up and rng.random() < 0.5:
+                batch.append(("-", up.pop(key)))
+            else:
+                args = (*key[1:], *[rng.randint(1, 3) for _ in range(arity - 2)])[:arity]
+                f = Fact(rel, args, 0)
+                if up.get(key) == f:
+                    continue
+                up[key] = f  # the ledger replaces the fact of its key, if keyed so
+                batch.append(("+", f))
+        for st in states:
+            columnar.apply(st, batch)
+        row_map, general = (st.extra["program"] for st in states)
+        assert states[0].views() == states[1].views()
+        assert row_map.supports.count == general.supports.count
+        for name in row_map.plan.derived:
+            ranks = []
+            for prog in (row_map, general):
+                rel = prog.rels[name]
+                rows = rel.alive_rows()
+                ranks.append(dict(zip(prog.decode(name, rows), rel.rank_at(rows).tolist(),
+                                      strict=True)))
+            assert ranks[0] == ranks[1]
+            for args in sorted(ranks[0])[:5]:
+                assert row_map.support_of(name, args) == general.support_of(name, args)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netrules import programs
+from netrules.engine.columnar.base_ids import BaseIds
 from netrules.engine.engine import Engine
 from netrules.engine.ledger import BaseLedger
 from netrules.engine.ledger_columns import ColumnLedger
@@ -155,3 +156,34 @@ def test_fact_numbers_pickled_flat_load_by_relation() -> None:
     assert back.numbers.get(link("c", "d")) is None
     assert back.numbers.add(link("c", "d"), ("link", ("c", "d", 1))) == len(flat)
     assert back.known([("-", link("a", "b")), ("+", link("c", "d"))]) is not None
+
+
+def test_base_rows_are_kept_by_fact_number_and_found_again_when_lost() -> None:
+    """The columnar strategy keeps each base fact's row in its relation (``BaseIds.row``),
+    so a batch's rows are a gather: the rows kept are the relation's own; a table pickled
+    before it kept rows, or whose relation is not the program's any more, finds them by
+    their columns again; the views stay the per-fact engine's throughout."""
+    col, per = Engine(REACH, "columnar"), Engine(REACH, "psn")
+    first = [("+", link("a", "b")), ("+", link("b", "c")), ("+", link("c", "a"))]
+    for eng in (col, per):
+        eng.apply(first)
+    ids = col.state.extra["base_ids"]
+    prog = col.state.extra["program"]
+    rel = prog.rels["link"]
+    for _, f in first:
+        n = col.state.ledger.numbers.get(f)
+        assert ids.row[n] == rel.find(prog.encode([f.args], 3))[0]
+    steps = [[("-", link("b", "c"))], [("+", link("b", "c")), ("-", link("c", "a"))]]
+    for i, batch in enumerate(steps):
+        if i == 0:  # as a snapshot from before rows were kept holds the table
+            state = {k: v for k, v in ids.__dict__.items() if k not in ("row", "_rels")}
+            back = BaseIds.__new__(BaseIds)
+            back.__setstate__(state)
+            assert (back.row[: back.n] == -1).all()
+            col.state.extra["base_ids"] = back
+        else:  # a relation the table's rows are not of: read again
+            back._rels[prog.codes["link"]] = object()
+        for eng in (col, per):
+            eng.apply(batch)
+        assert col.views() == per.views()
+    assert col.views()["reachable"]

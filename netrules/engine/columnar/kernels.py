@@ -26,6 +26,7 @@ __all__ = ["expand", "find_slots", "list_elements", "member", "place", "reach", 
            "warm",
            "dense_offsets", "expand_dense", "prefill_table", "value_codes", "prefill_rows",
            "dense_rederive", "row_table", "below_index", "head_codes", "ledger_plain", "net_rows",
+           "base_rows", "copy_supports",
            "get_or_add",
            "chain_intern", "least_keyed_lists", "store_supports", "mark_first", "hide_all",
            "compiled"]
@@ -1264,19 +1265,22 @@ def move_kept(newid: np.ndarray, n: np.int64, head: np.ndarray, rule: np.ndarray
 
 
 @njit(cache=True, nogil=True)
-def ledger_plain(fns: np.ndarray, minus: np.ndarray, freg: np.ndarray, sign: np.ndarray,
+def ledger_plain(fns: np.ndarray, signs: np.ndarray, freg: np.ndarray, sign: np.ndarray,
                  fact: np.ndarray, ins: np.ndarray, plus: np.int8, deleted: np.int8
                  ) -> tuple:  # pragma: no cover - compiled
     """``ColumnLedger.plain``'s register writes in one pass over the batch's updates (fact
-    numbers ``fns``, ``minus`` for a deletion): each register named takes its last update
+    numbers ``fns``, ``signs`` the bytes ``+``/``-``): each register named takes its last update
     of the batch, in register order. Returns (facts that appeared, facts that vanished, and
-    per register written: register, fact, is-deletion, the update's index, inserted-ever).
-    Its dozen array passes (a sort for the last updates, an ``isin``) were 50-60 µs of a
-    small graph's batch whatever its size."""
+    per register written: register, fact, is-deletion, the update's index, inserted-ever;
+    and how many more registers hold a deletion of what was never inserted, the ledger's
+    pending deletions). Its dozen array passes (a sort for the last updates, an ``isin``)
+    were 50-60 µs of a small graph's batch whatever its size."""
     m = len(fns)
     reg = np.empty(m, dtype=np.int64)
+    minus = np.empty(m, dtype=np.bool_)
     for i in range(m):
         reg[i] = freg[fns[i]]
+        minus[i] = signs[i] == 45  # '-'
     order = np.argsort(reg, kind="mergesort")  # stable: a register's updates in batch order
     appeared = np.empty(m, dtype=np.int64)
     vanished = np.empty(m, dtype=np.int64)
@@ -1285,7 +1289,7 @@ def ledger_plain(fns: np.ndarray, minus: np.ndarray, freg: np.ndarray, sign: np.
     neg_out = np.empty(m, dtype=np.bool_)
     last_out = np.empty(m, dtype=np.int64)
     ins_out = np.empty(m, dtype=np.bool_)
-    na = nv = g = 0
+    na = nv = g = pend = 0
     j = 0
     while j < m:
         r = reg[order[j]]
@@ -1307,6 +1311,10 @@ def ledger_plain(fns: np.ndarray, minus: np.ndarray, freg: np.ndarray, sign: np.
             nv += 1
         # a deletion of what was never inserted: did the batch insert it?
         got = (not neg) or ins[r] or any_plus
+        if sign[r] == deleted and not ins[r]:
+            pend -= 1
+        if neg and not got:
+            pend += 1
         sign[r] = deleted if neg else plus
         fact[r] = f
         ins[r] = got
@@ -1314,7 +1322,46 @@ def ledger_plain(fns: np.ndarray, minus: np.ndarray, freg: np.ndarray, sign: np.
         g += 1
         j = k
     return (appeared[:na], vanished[:nv], r_out[:g], f_out[:g], neg_out[:g], last_out[:g],
-            ins_out[:g])
+            ins_out[:g], pend)
+
+
+@njit(cache=True, nogil=True)
+def copy_supports(src: np.ndarray, rows: np.ndarray, first: np.ndarray, s_alive: np.ndarray,
+                  s_body: np.ndarray, alive: np.ndarray) -> tuple:  # pragma: no cover
+    """The support of each standing copy ``rows[i]`` of body row ``src[i]`` (copies.py):
+    its first kept support, which must be alive and hold ``src[i]``; False where one is
+    not (the caller goes the general way)."""
+    out = np.empty(len(src), dtype=np.int64)
+    n = 0
+    for i in range(len(src)):
+        c = rows[i]
+        if c < 0 or not alive[c]:
+            continue  # no copy stands: nothing to kill
+        s = first[c] if c < len(first) else -1
+        if s < 0 or not s_alive[s] or s_body[s, 0] != src[i]:
+            return out[:0], False
+        out[n] = s
+        n += 1
+    return out[:n], True
+
+
+@njit(cache=True, nogil=True)
+def base_rows(fns: np.ndarray, frel: np.ndarray, row: np.ndarray
+              ) -> tuple:  # pragma: no cover - compiled
+    """``BaseIds.rows`` in the usual case, in one pass: the kept row of each fact
+    ``fns``, the relation code of the first, and whether every fact is of that relation
+    with a row kept (else the caller goes the general way). Its half-dozen NumPy calls
+    (gathers, a minimum and maximum, masks) cost a small batch 50 µs after other work."""
+    m = len(fns)
+    out = np.empty(m, dtype=np.int64)
+    code = frel[fns[0]] if m else -1
+    simple = True
+    for i in range(m):
+        f = fns[i]
+        out[i] = row[f]
+        if out[i] < 0 or frel[f] != code:
+            simple = False
+    return out, np.int64(code), simple
 
 
 @njit(cache=True, nogil=True)
@@ -1538,6 +1585,7 @@ def warm(on_compile: Callable[[], None] | None = None) -> None:
     kill_reach(i64[:0], one, runs, runs, one, runs, runs, one, one, flags, i16, i32, i64, one,
                np.zeros(4, np.int8), flags, flags, flags)
     hide_all(np.int64(0), flags, np.zeros(4, np.int8), flags, flags)
+    copy_supports(i64[:0], i64[:0], i32, flags, np.zeros((4, 2), np.int32), flags)  # copies.py
     pairs = np.zeros((1, 2), np.int64)
     linear_rederive(i64[:0], np.zeros((4, 2), np.int32), i32, flags, table, i32,
                     np.int64(3), shift, np.zeros(2, np.int64), i64, i64, np.zeros(2, np.int64),

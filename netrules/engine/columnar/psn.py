@@ -26,6 +26,7 @@ import numpy as np
 from netrules.engine.columnar import kernels
 from netrules.engine.columnar.aggregate import AggRule, maintain_aggregate, why_not_aggregate
 from netrules.engine.columnar.closure import LinearClosure, Prefill
+from netrules.engine.columnar.copies import CopyStratum
 from netrules.engine.columnar.iterated import IteratedStage
 from netrules.engine.columnar.joins import (
     Join,
@@ -294,6 +295,10 @@ def _copy_columns(rule: ast.Rule) -> np.ndarray | None:
 class ColumnarProgram:
     """Every relation of a plan as columns, maintained batch by batch."""
 
+    #: copy strata through their row map (copies.py); False: the general path, which the
+    #: tests compare it with
+    copy_path = True
+
     def __init__(self, plan: Plan, k: int = DEFAULT_K) -> None:
         why = unsupported(plan)
         if why:
@@ -342,6 +347,7 @@ class ColumnarProgram:
             lc = LinearClosure.of(srels, rules, plan.arity) if rules else None
             if lc is not None:
                 self.closures[srels] = lc
+        self._copy_strata: dict[frozenset[str], CopyStratum] | None = None  # ``_copies``
         self.batch = 0
         self._in_delta: dict[str, RowSet | np.ndarray] = {}
         self._scratch = np.zeros(0, dtype=np.int32)
@@ -382,22 +388,32 @@ class ColumnarProgram:
               ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Apply base-fact changes given as rows of ids per relation; returns the net
         (added rows, removed rows) of every relation that changed."""
+        gone = {}
+        for name, cols in vanished.items():
+            rows = self.relation(name, cols.shape[1]).find(cols)
+            gone[name] = distinct(rows[rows >= 0])
+        came = {name: distinct(self.relation(name, cols.shape[1]).rows_for(cols))
+                for name, cols in appeared.items()}
+        return self.apply_rows(came, gone)
+
+    def apply_rows(self, appeared: dict[str, np.ndarray], vanished: dict[str, np.ndarray]
+                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """``apply`` given the base relations' distinct stored rows (``relation``,
+        ``Relation.rows_for``): a base fact's row never moves, so a caller that kept it
+        (``BaseIds``) skips the look-up by columns."""
         self.batch += 1
         self.supports.touched = []
         self._made = []
         ch = _Changes(self.batch)
         try:
-            for name, cols in vanished.items():
-                rel = self.relation(name, cols.shape[1])
-                rows = rel.find(cols)
-                rows = distinct(rows[rows >= 0])
+            for name, rows in vanished.items():
+                rel = self.rels[name]
                 rows = rows[rel.alive[rows]]
                 ch.touch(rel, rows)
                 rel.set_dead(rows)
                 ch.kill(name, rows)
-            for name, cols in appeared.items():
-                rel = self.relation(name, cols.shape[1])
-                rows = distinct(rel.rows_for(cols))
+            for name, rows in appeared.items():
+                rel = self.rels[name]
                 rows = rows[~rel.alive[rows]]
                 ch.touch(rel, rows)
                 rel.set_alive(rows)
@@ -410,7 +426,9 @@ class ColumnarProgram:
                 for ar in aggs:
                     maintain_aggregate(ar, self, ch)
                 if rules:
-                    self._maintain(srels, rules, ch)
+                    cs = self._copies().get(srels) if self.copy_path and not aggs else None
+                    if cs is None or not cs.maintain(self, ch):
+                        self._maintain(srels, rules, ch)
                 ch.settled.update(r.head.relation for r in stratum.rules)
             self.supports.compact()
             self.supports.settle()
@@ -425,6 +443,18 @@ class ColumnarProgram:
             return out
         finally:
             ch.end(self.rels)
+
+    def _copies(self) -> dict[frozenset[str], CopyStratum]:
+        """The strata kept through a row map (copies.py), found once."""
+        got = self.__dict__.get("_copy_strata")  # (None in a program pickled before it)
+        if got is None:
+            got = self._copy_strata = {}
+            for (_s, srels), rules in zip(self.strata, self.rules, strict=True):
+                cs = CopyStratum.of_stratum(srels, rules, self.plan.derived,
+                                            srels in self.final_kill)
+                if cs is not None:
+                    got[srels] = cs
+        return got
 
     def _below(self, srels: frozenset[str], rules: list[_Rule]) -> set[str]:
         return {a.relation for r in rules for a in r.atoms if a.relation not in srels}

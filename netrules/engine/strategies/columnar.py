@@ -210,7 +210,8 @@ def apply(state: State, batch: list[tuple[str, Fact]]) -> Delta:
         vanished = np.array([led.number(f) for f in facts_out], dtype=np.int64)
     before = dict(prog.stats)
     ids = _base_ids(state, led)
-    changes = prog.apply(ids.rows(prog.values, appeared), ids.rows(prog.values, vanished))
+    changes = prog.apply_rows(ids.rows(prog, appeared, add=True),
+                              ids.rows(prog, vanished, add=False))
     stats = BatchStats(strategy=name)
     stats.rounds = prog.stats["rounds"] - before["rounds"]
     stats.overdeleted = prog.stats["suspects"] - before["suspects"]
