@@ -1,6 +1,6 @@
-"""Base facts' id rows by ledger fact number (``ColumnLedger``): what turns a batch's
-appeared and vanished fact numbers into the id rows per relation that
-``ColumnarProgram.apply`` takes, with one indexing a relation and no Python per fact.
+"""Base facts' id rows and relation rows by ledger fact number (``ColumnLedger``): what
+turns a batch's appeared and vanished fact numbers into the rows per relation that
+``ColumnarProgram.apply_rows`` takes, with one gather and no Python per fact.
 
 A fact's ids never change (values are interned for the engine's life) and its number never
 changes (the numbering is append-only), so each base fact is encoded once, the first time a
@@ -30,7 +30,8 @@ __all__ = ["BaseIds"]
 
 
 class BaseIds:
-    """Id rows of a ``FactNumbers``' facts, padded to the widest (-1 past a fact's arity)."""
+    """Id rows of a ``FactNumbers``' facts, padded to the widest (-1 past a fact's arity),
+    and each fact's row in its relation once it has reached the engine."""
 
     def __init__(self, numbers: FactNumbers) -> None:
         self.numbers = numbers
