@@ -194,8 +194,8 @@ class ColumnLedger(BaseLedger):
         """Apply plain updates given by ``known``; returns the fact numbers that appeared and
         that vanished (``BaseLedger._plain``'s rules over arrays). Soft state is not served
         here: the caller asks ``lifetimes`` first."""
-        if not self._mirror_ok or "_npend" not in self.__dict__:  # (pickled before it kept
-            self._mirror()                                        # the count)
+        if not self._mirror_ok:
+            self._mirror()
         n = self.numbers
         need = len(n.regs)
         if need > len(self._sign):
@@ -214,7 +214,7 @@ class ColumnLedger(BaseLedger):
         return appeared, vanished
 
     def pending_count(self) -> int:
-        if self._pending and self._mirror_ok and "_npend" in self.__dict__:
+        if self._pending and self._mirror_ok:
             return self._npend
         return super().pending_count()
 
@@ -234,6 +234,11 @@ class ColumnLedger(BaseLedger):
         if self._pending:
             self._fold()
         return super().__getstate__()
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "_npend" not in state:  # (pickled before the count was kept): mirrored anew
+            self._npend, self._mirror_ok = 0, False
 
     @classmethod
     def of(cls, ledger: BaseLedger) -> ColumnLedger:

@@ -187,3 +187,20 @@ def test_base_rows_are_kept_by_fact_number_and_found_again_when_lost() -> None:
             eng.apply(batch)
         assert col.views() == per.views()
     assert col.views()["reachable"]
+
+
+def test_a_ledger_pickled_before_it_counted_pending_deletions_counts_them() -> None:
+    """A snapshot from before the kernel kept the count of pending deletions loads, mirrors
+    its registers again, and counts what ``BaseLedger`` counts."""
+    led, ref = ColumnLedger(), BaseLedger()
+    first = [("-", link("a", "b")), ("+", link("b", "c")), ("-", link("c", "d"))]
+    _apply(led, first)
+    ref.apply(first)
+    state = led.__getstate__()
+    del state["_npend"]
+    back = ColumnLedger.__new__(ColumnLedger)
+    back.__setstate__(pickle.loads(pickle.dumps(state)))
+    batch = [("+", link("a", "b")), ("-", link("b", "c"))]
+    _apply(back, batch)
+    ref.apply(batch)
+    assert back.pending_count() == ref.pending_count() == 1

@@ -22,12 +22,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netrules.engine.columnar import kernels
+from netrules.engine.columnar.relation import grow
 from netrules.engine.columnar.supports import gid
 
 if TYPE_CHECKING:
     from netrules.engine.columnar.psn import ColumnarProgram, _Changes, _Rule
 
 __all__ = ["CopyStratum"]
+
+_NO_FIRST = np.full(0, -1, np.int32)  # a relation no support has had a head in yet
 
 
 class CopyStratum:
@@ -38,28 +41,21 @@ class CopyStratum:
         self.name = rule.rule.head.relation
         self.body = rule.atoms[0].relation
         self.cols = rule.copy  # body columns the head takes, per head position
-        self.of = np.full(0, -1, np.int64)  # body row -> head row, -1: not looked up yet
+        self.of = np.full(64, -1, np.int64)  # body row -> head row, -1: not looked up yet
 
     @classmethod
-    def of_stratum(cls, srels: frozenset[str], rules: list[_Rule], plan_derived: set[str],
-                   one_derivation: bool) -> CopyStratum | None:
-        """The copy stratum of ``rules`` if they are one copy rule over a base relation of
-        facts with one derivation each, with no negation; else None."""
-        if not one_derivation or len(rules) != 1 or len(srels) != 1:
+    def of_stratum(cls, rules: list[_Rule], one_derivation: bool) -> CopyStratum | None:
+        """The copy stratum of ``rules`` if they are one copy rule whose facts have one
+        derivation each (``psn._one_derivation``: a base body, no negation), else None."""
+        if not one_derivation or len(rules) != 1 or rules[0].copy is None:
             return None
-        (r,) = rules
-        if r.copy is None or r.negs or r.atoms[0].relation in plan_derived:
-            return None
-        return cls(r)
+        return cls(rules[0])
 
     def _rows(self, prog: ColumnarProgram, src: np.ndarray, add: bool) -> np.ndarray:
         """Head rows of body rows ``src`` (-1 where the head was never stored, unless
         ``add``, which stores them), from the map, filled where it has none."""
         body = prog.rels[self.body]
-        if len(self.of) < body.n:
-            grown = np.full(max(body.n, 2 * len(self.of), 64), -1, np.int64)
-            grown[: len(self.of)] = self.of
-            self.of = grown
+        grow(self, ("of",), len(self.of), body.n, {"of": -1})
         rows = self.of[src]
         miss = rows < 0
         if miss.any():
@@ -80,7 +76,7 @@ class CopyStratum:
         if parts:
             src = np.concatenate(parts) if len(parts) > 1 else parts[0]
             rows = self._rows(prog, src, add=False)
-            first = sup.first.get(code, _NONE)
+            first = sup.first.get(code, _NO_FIRST)
             sids, ok = kernels.copy_supports(src.astype(np.int64), rows, first, sup.alive,
                                              sup.body, head.alive)
             if not ok:
@@ -107,6 +103,3 @@ class CopyStratum:
                 prog._admit([(self.rule, rows, body, rank)], ch)
                 prog._flush()
         return True
-
-
-_NONE = np.full(0, -1, np.int32)

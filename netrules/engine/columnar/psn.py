@@ -450,8 +450,7 @@ class ColumnarProgram:
         if got is None:
             got = self._copy_strata = {}
             for (_s, srels), rules in zip(self.strata, self.rules, strict=True):
-                cs = CopyStratum.of_stratum(srels, rules, self.plan.derived,
-                                            srels in self.final_kill)
+                cs = CopyStratum.of_stratum(rules, srels in self.final_kill)
                 if cs is not None:
                     got[srels] = cs
         return got
