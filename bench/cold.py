@@ -6,7 +6,9 @@ batch there costs two to eight times what it costs in a loop. This measures, in 
 again, and (2) the columnar engine's batches of a topology's workloads two ways: after the
 churn, and after the churn plus a warm-up batch on a separate tiny state (the machinery warm,
 this state's data cold). The difference is the cost of the code a batch runs, not of the rows
-it touches (docs/engine.md, "Cold batches").
+it touches (docs/engine.md, "Cold batches"). (3) The floor: a batch that changes nothing,
+after the churn and again, beside each workload's tuples changed and the budget the
+per-tuple line of bench/peers.py allows it (2 µs a changed tuple).
 
     python bench/cold.py                       # fattree:8 and TataNld, about a minute
     python bench/cold.py --topologies fattree:8 --trials 20
@@ -91,10 +93,34 @@ def first_calls(trials: int) -> list[tuple[str, float, float]]:
             for name, _ in calls]
 
 
-def batches(spec: str, trials: int) -> dict[tuple[str, str], tuple[float, float]]:
+def floor(spec: str, trials: int) -> list[tuple[str, float, float]]:
+    """(batch, µs after the churn, µs again), medians: what a batch that changes nothing
+    costs, the floor under every batch's cost in peers' lockstep (an empty batch; one
+    insertion of a link already held, which the ledger reads and the strata then skip)."""
+    plan = plan_program(programs.load("reachability"))
+    col = get("columnar")
+    facts = link_facts(load_topology(spec))
+    state = col.materialize(plan, facts)
+    calls = [("an empty batch", []), ("one insertion of a link already held",
+                                      [("+", facts[0])])]
+    first: dict[str, list[float]] = {}
+    again: dict[str, list[float]] = {}
+    for _ in range(trials):
+        for name, batch in calls:
+            churn()
+            for times in (first, again):
+                t0 = time.perf_counter()
+                col.apply(state, batch)
+                times.setdefault(name, []).append(time.perf_counter() - t0)
+    return [(name, 1e6 * statistics.median(first[name]), 1e6 * statistics.median(again[name]))
+            for name, _ in calls]
+
+
+def batches(spec: str, trials: int) -> dict[tuple[str, str], tuple[float, float, int]]:
     """Per (workload, down/up): medians of the batch's time after the churn, and after the
-    churn and a warm-up batch on a separate tiny state. Two states take the same batches,
-    each once (a pair repeated on one state would find less to kill the second time)."""
+    churn and a warm-up batch on a separate tiny state, and the tuples it changes. Two
+    states take the same batches, each once (a pair repeated on one state would find less
+    to kill the second time)."""
     plan = plan_program(programs.load("reachability"))
     col = get("columnar")
     graph = load_topology(spec)
@@ -106,7 +132,7 @@ def batches(spec: str, trials: int) -> dict[tuple[str, str], tuple[float, float]
     tiny_wl = make_workloads(tiny_graph, tiny_facts, random.Random(7), singles=1,
                              reps={10: 1, 100: 1})
     tiny_pair = next(w for w in tiny_wl if w.name.startswith("k=10 ")).pairs[0]
-    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    times: dict[tuple[str, str], list[tuple[float, float, int]]] = {}
     for trial in range(trials):
         wls = make_workloads(graph, facts, random.Random(100 + trial), singles=1,
                              reps={10: 1, 100: 1})
@@ -117,16 +143,19 @@ def batches(spec: str, trials: int) -> dict[tuple[str, str], tuple[float, float]
                                            strict=True):
                 churn()
                 t0 = time.perf_counter()
-                col.apply(cold_state, batch)
+                delta = col.apply(cold_state, batch)
                 cold = time.perf_counter() - t0
                 churn()
                 col.apply(tiny, warmup)
                 t0 = time.perf_counter()
                 col.apply(warmed_state, batch)
                 warmed = time.perf_counter() - t0
-                times.setdefault((wl.name.split(" (")[0], half), []).append((cold, warmed))
-    return {k: (1e6 * statistics.median(c for c, _ in v),
-                1e6 * statistics.median(w for _, w in v)) for k, v in times.items()}
+                changed = delta.stats.added + delta.stats.removed
+                times.setdefault((wl.name.split(" (")[0], half), []).append(
+                    (cold, warmed, changed))
+    return {k: (1e6 * statistics.median(c for c, _, _ in v),
+                1e6 * statistics.median(w for _, w, _ in v),
+                int(statistics.median(n for _, _, n in v))) for k, v in times.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,11 +170,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {first:.1f} | {again:.1f} |")
     for spec in args.topologies.split(","):
         print(f"\n`{spec}`, reachability, columnar (µs, median of {args.trials}):\n")
-        print("| workload | after the churn | after the churn and a warm-up batch elsewhere "
-              "| cold code (the two apart) |")
-        print("|---|---|---|---|")
-        for (wl, half), (cold, warmed) in batches(spec, args.trials).items():
-            print(f"| {wl} {half} | {cold:,.0f} | {warmed:,.0f} | {cold - warmed:,.0f} |")
+        print("| a batch that changes nothing | after the churn | the same batch again |")
+        print("|---|---|---|")
+        for name, first, again in floor(spec, args.trials):
+            print(f"| {name} | {first:,.0f} | {again:,.0f} |")
+        print("\n| workload | tuples changed | 2 µs a changed tuple | after the churn "
+              "| after the churn and a warm-up batch elsewhere | cold code (the two apart) |")
+        print("|---|---|---|---|---|---|")
+        for (wl, half), (cold, warmed, changed) in batches(spec, args.trials).items():
+            print(f"| {wl} {half} | {changed:,} | {2 * changed:,} | {cold:,.0f} "
+                  f"| {warmed:,.0f} | {cold - warmed:,.0f} |")
     return 0
 
 

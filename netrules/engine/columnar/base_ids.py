@@ -73,6 +73,16 @@ class BaseIds:
             self.arity[at] = arity
         self.n = total
 
+    def present(self, prog: ColumnarProgram) -> np.ndarray:
+        """Numbers of the base facts ``prog`` holds: those whose kept row is alive."""
+        n, out = self.n, []
+        for c, rel in self._rels.items():
+            if rel is not prog.rels.get(self.numbers.relations[c]):
+                continue
+            mine = np.flatnonzero((self.numbers.frel[:n] == c) & (self.row[:n] >= 0))
+            out.append(mine[rel.alive[self.row[mine]]])  # type: ignore[attr-defined]
+        return np.concatenate(out) if out else np.empty(0, np.int64)
+
     def rows(self, prog: ColumnarProgram, fns: np.ndarray, *, add: bool
              ) -> dict[str, np.ndarray]:
         """The distinct rows of facts ``fns`` (distinct) per relation, for

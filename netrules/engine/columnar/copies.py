@@ -51,6 +51,18 @@ class CopyStratum:
             return None
         return cls(rules[0])
 
+    def renumber(self, name: str, new: np.ndarray) -> None:
+        """Follow a compaction of relation ``name`` (``new``: old row -> new row, -1
+        dropped): the map's body rows move, or its head rows are renamed."""
+        if name == self.body:
+            m = min(len(self.of), len(new))
+            kept = np.flatnonzero(new[:m] >= 0)
+            of = np.full(max(64, len(kept) + len(kept) // 8), -1, np.int64)
+            of[new[kept]] = self.of[kept]
+            self.of = of
+        if name == self.name:
+            self.of = np.where(self.of >= 0, new[np.maximum(self.of, 0)], -1)
+
     def _rows(self, prog: ColumnarProgram, src: np.ndarray, add: bool) -> np.ndarray:
         """Head rows of body rows ``src`` (-1 where the head was never stored, unless
         ``add``, which stores them), from the map, filled where it has none."""

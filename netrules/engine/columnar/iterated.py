@@ -49,10 +49,6 @@ __all__ = ["IteratedStage", "MAX_ITERATIONS"]
 MAX_ITERATIONS = 10_000
 #: closures of overdeletion recomputed after keeping aggregate rows a remaining binding holds
 RESCUE_ROUNDS = 1
-#: ``_compact`` drops a relation's dead rows once there are more than COMPACT_AT of them
-#: and more than COMPACT_SHARE times the living
-COMPACT_AT = 1 << 16
-COMPACT_SHARE = 1.0
 Rows = dict[str, np.ndarray]
 #: per relation, the change of each input it reads since it was last computed: (gone, come)
 Pending = dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]
@@ -85,8 +81,6 @@ class IteratedStage:
                       | {a.relation for r in aggs for a, _ in r.negs})
         self.lower = self.reads - relations
         self.iterations = 0
-        self.compactable: list[str] | None = None  # known once every stratum is compiled
-        self.compactions = 0
         for name in relations:
             prog.rels[name].unranked()
         self.plain_of: dict[str, list[_Rule]] = {}
@@ -349,7 +343,6 @@ class IteratedStage:
         cycle. Any order reaches the same fixpoint: from the overdeleted state every row is
         grounded in rows below, as in the from-scratch iteration."""
         prog = self.prog
-        self._compact()
         d_low: Rows = {}
         a_low: Rows = {}
         for name in self.lower:
@@ -399,23 +392,6 @@ class IteratedStage:
         raise EvalError(f"relations {', '.join(sorted(self.relations))} recurse through an "
                         f"aggregate and did not settle after {MAX_ITERATIONS} iterations "
                         "(does a cycle of zero or negative costs keep improving?)")
-
-    def _compact(self) -> None:
-        """Before a batch touches them, drop the dead rows of this stratum's relations
-        once they outnumber the living (and 65,536): a recomputed best path leaves its old
-        row behind, and a probe or map lookup pays for every row ever held. Only relations
-        no kept support names: a plain rule of a PSN stratum that reads one holds its rows
-        in supports, so it keeps them."""
-        prog = self.prog
-        if self.compactable is None:
-            held = {a.relation for rules in prog.rules for r in rules
-                    for a in [*r.atoms, *(n for n, _ in r.negs)]}
-            self.compactable = sorted(self.relations - held)
-        for name in self.compactable:
-            rel = prog.rels[name]
-            if rel.n - rel.count > max(rel.count * COMPACT_SHARE, COMPACT_AT):
-                rel.compact()
-                self.compactions += 1
 
     def _publish(self, ch: _Changes, pending: Pending, hidden: Rows, name: str,
                  gone: np.ndarray, come: np.ndarray) -> None:

@@ -26,6 +26,7 @@ import numpy as np
 from netrules.engine.columnar import kernels
 from netrules.engine.columnar.aggregate import AggRule, maintain_aggregate, why_not_aggregate
 from netrules.engine.columnar.closure import LinearClosure, Prefill
+from netrules.engine.columnar.compaction import compact_rows
 from netrules.engine.columnar.copies import CopyStratum
 from netrules.engine.columnar.iterated import IteratedStage
 from netrules.engine.columnar.joins import (
@@ -401,6 +402,7 @@ class ColumnarProgram:
         """``apply`` given the base relations' distinct stored rows (``relation``,
         ``Relation.rows_for``): a base fact's row never moves, so a caller that kept it
         (``BaseIds``) skips the look-up by columns."""
+        compact_rows(self)
         self.batch += 1
         self.supports.touched = []
         self._made = []

@@ -1,8 +1,9 @@
 """One relation as columns: rows of ids, a key map, per-row state, and probe indexes.
 
-Rows never move. A fact keeps its row for the engine's life: deleting it clears ``alive`` and
-inserting it again revives the same row, so supports and indexes that name rows stay valid
-without compaction, and memory is bounded by the distinct facts ever seen. Per-row state is
+Rows do not move while facts come and go. Deleting a fact clears ``alive`` and inserting it
+again revives the same row, so supports and indexes that name rows stay valid; only between
+batches, once a relation's dead rows outnumber its facts at their peak, are they dropped
+and the rows renumbered, wherever they are named (``compaction.py``). Per-row state is
 plain arrays: ``rank`` (derivation height inside its stratum, paper 000's acyclic
 derivations), ``nsup`` (kept supports still standing), and ``touched``/``tbefore`` (whether
 the batch under way touched the row, and if so whether it was alive before: the old view,
@@ -303,6 +304,28 @@ class Buckets:
         self.pending = pending
         self.n = sum(len(v) for _, v in self.runs + self.pending)
 
+    def rekey(self, new: np.ndarray) -> None:
+        """Map every key ``k`` to ``new[k]``, dropping entries where it is -1: the keys are
+        rows of a relation that a compaction renumbered (``Relation.compact``), which keeps
+        the rows' order, so each run stays sorted."""
+        runs = []
+        for k, v in self.runs:
+            keys = k.keys() if isinstance(k, _Offsets) else k
+            nk = new[keys]
+            keep = nk >= 0
+            if not keep.all():
+                nk, v = nk[keep], v[keep]
+            if len(v):
+                runs.append(self._run(nk.astype(keys.dtype), v))
+        pending = []
+        for k, v in self.pending:
+            nk = new[k]
+            keep = nk >= 0
+            if keep.any():
+                pending.append((nk[keep].astype(k.dtype), v[keep]))
+        self.runs, self.pending = runs, pending
+        self.n = sum(len(v) for _, v in self.runs + self.pending)
+
     def nbytes(self) -> int:
         return sum((k.off if isinstance(k, _Offsets) else k).nbytes + v.nbytes
                    for k, v in self.runs + self.pending)
@@ -312,6 +335,7 @@ class Relation:
     def __init__(self, name: str, arity: int, pairs: Pairs) -> None:
         self.name, self.arity, self.pairs = name, arity, pairs
         self.n = 0
+        self.peak = 0  # the most facts alive at a batch's start (compaction.py)
         cap = 16
         # ids are below 2**31: int32 halves the columns; rows are widened where bound
         self.cols = np.zeros((cap, arity), dtype=np.int32)
@@ -386,8 +410,8 @@ class Relation:
         number (-1: dropped). Rows otherwise never move, so a relation whose facts keep
         changing (a best route's path after every flap) grows by every fact it ever held:
         on americas, 40 link flaps left route 45% dead rows that every probe still walks.
-        Only for a relation no kept support names (the caller checks): its rows are
-        referenced by its own map and indexes alone, between batches."""
+        Its own map and indexes are made again here; the caller renames the rows held
+        elsewhere (``compaction.py``), between batches."""
         keep = np.flatnonzero(self.alive[: self.n])
         new = np.full(self.n, -1, dtype=np.int64)
         new[keep] = np.arange(len(keep), dtype=np.int64)

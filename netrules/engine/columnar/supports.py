@@ -267,6 +267,52 @@ class Supports:
             out[qi[first]] = sids[first]
         return out
 
+    # -- a relation's rows renumbered (compaction.py) ---------------------------------------
+    def _naming(self, code: int) -> tuple[np.ndarray | None, list[tuple[int, np.ndarray]]]:
+        """Where the supports name rows of relation ``code``: a mask of the supports whose
+        head is one (None: none), and per body column a mask of those whose atom there is."""
+        n = self.n
+        rule = self.rule[:n]
+        head = self.head_code[rule] == code if len(self.head_code) else np.zeros(n, bool)
+        body = []
+        for j in range(self.width):
+            m = self.body_code[rule, j] == code if len(self.body_code) else np.zeros(n, bool)
+            if m.any():
+                body.append((j, m))
+        return (head if head.any() else None), body
+
+    def names_dead(self, code: int, alive: np.ndarray) -> bool:
+        """Whether an alive support names a row of relation ``code`` that is not alive
+        (``alive``): then its rows cannot be renumbered by dropping the dead ones."""
+        head, body = self._naming(code)
+        live = self.alive[: self.n]
+        if head is not None and not alive[self.head[: self.n][head & live]].all():
+            return True
+        return any(not alive[self.body[: self.n, j][m & live]].all() for j, m in body)
+
+    def renumber_rows(self, code: int, new: np.ndarray) -> None:
+        """Rename the rows of relation ``code`` that the supports hold by ``new`` (a
+        compaction's: old row -> new row, -1 dropped; it keeps the rows' order). Every
+        support must be alive and name alive rows (``compact(every=True)``,
+        ``names_dead``)."""
+        head, body = self._naming(code)
+        if head is not None:
+            h = self.head[: self.n]
+            h[head] = new[h[head]]
+        for j, m in body:
+            col = self.body[: self.n, j]
+            col[m] = new[col[m]]
+        arr = self.first.get(code)
+        if arr is not None:
+            m = min(len(arr), len(new))
+            kept = np.flatnonzero(new[:m] >= 0)
+            first = np.full(max(16, len(kept) + len(kept) // 8), -1, np.int32)
+            first[new[kept]] = arr[kept]
+            self.first[code] = first
+        index = self.by_body.get(code)
+        if index is not None:
+            index.rekey(new)
+
     def nbytes(self) -> int:
         per = 4 + 2 + 4 * self.width + 1
         return (per * len(self.alive) + sum(b.nbytes() for b in self.by_body.values())
@@ -287,25 +333,29 @@ class Supports:
             if sum(len(k) for k, _ in b.pending) > 65_536:
                 b.settle()
 
-    def compact(self) -> None:
-        """Drop dead supports (link flaps leave them behind) once they outnumber the living;
-        support ids are transient, so renumbering is free."""
-        if self._due(self.count):
+    def compact(self, every: bool = False) -> None:
+        """Drop dead supports (link flaps leave them behind) once they outnumber the living,
+        or, with ``every``, whatever their number (a relation's compaction renumbers the
+        rows the living name: ``renumber_rows``); support ids are transient, so renumbering
+        them is free."""
+        if every or self._due(self.count):
             newid = np.empty(self.n, np.int32)
             _, kept = kernels.drop_heads(self.rule, self.head_code, self.alive,
                                          np.int64(self.n), np.empty(0, np.int64), newid)
-            self._compact(newid, int(kept), frozenset())
+            self._compact(newid, int(kept), frozenset(), every)
 
     def _due(self, kept: int) -> bool:
         return self.n >= 4096 and self.n >= 2 * kept
 
-    def _compact(self, newid: np.ndarray, kept: int, cleared: set[int] | frozenset[int]
-                 ) -> None:
-        """Compaction to the ``kept`` alive supports numbered by ``newid``, if ``_due``.
-        ``cleared``: relations whose ``first`` holds no support (``drop_heads`` just
-        emptied it), kept as they are."""
-        if not self._due(kept):
+    def _compact(self, newid: np.ndarray, kept: int, cleared: set[int] | frozenset[int],
+                 every: bool = False) -> None:
+        """Compaction to the ``kept`` alive supports numbered by ``newid``, if ``_due`` (or
+        ``every``). ``cleared``: relations whose ``first`` holds no support (``drop_heads``
+        just emptied it), kept as they are."""
+        if not every and not self._due(kept):
             return
+        if kept == self.n:
+            return  # nothing dead: every id stays
         # each fact's block start moves to its first surviving support (read before the
         # supports move)
         self.first = {c: kernels.first_kept(arr, self.alive, self.head, self.rule,
