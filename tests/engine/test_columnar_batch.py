@@ -11,6 +11,7 @@ from netrules.engine.strategies.base import check_batch
 from netrules.errors import EngineError
 from netrules.facts import Fact
 from netrules.plan import plan_program
+from tests.engine.streams import fact_ranks, keyed_batches
 
 PLAN = plan_program(programs.load("reachability"))
 
@@ -195,43 +196,18 @@ def test_a_copy_stratum_by_its_row_map_keeps_what_the_general_path_keeps(program
     """Random link batches, costs changing under a key among them: the copy strata kept
     through their row map (copies.py) end every batch with the facts, ranks, supports and
     explanations the general path gives, and so do the strata above them."""
-    import random
-
     plan = plan_program(programs.load(program))
-    base = sorted(set(plan.arity) - set(plan.derived))
     states = [columnar.materialize(plan, []) for _ in range(2)]
     states[1].extra["program"].copy_path = False
     assert states[0].extra["program"]._copies()
-    rng = random.Random(11)
-    nodes = "abcdef"
-    up: dict[tuple, Fact] = {}
-    for _ in range(60):
-        batch = []
-        for _ in range(rng.randint(1, 8)):
-            rel = rng.choice(base)
-            arity = plan.arity[rel]
-            key = (rel, rng.choice(nodes), rng.choice(nodes))
-            if key in up and rng.random() < 0.5:
-                batch.append(("-", up.pop(key)))
-            else:
-                args = (*key[1:], *[rng.randint(1, 3) for _ in range(arity - 2)])[:arity]
-                f = Fact(rel, args, 0)
-                if up.get(key) == f:
-                    continue
-                up[key] = f  # the ledger replaces the fact of its key, if keyed so
-                batch.append(("+", f))
+    for batch in keyed_batches(plan, 11, 60):
         for st in states:
             columnar.apply(st, batch)
         row_map, general = (st.extra["program"] for st in states)
         assert states[0].views() == states[1].views()
         assert row_map.supports.count == general.supports.count
         for name in row_map.plan.derived:
-            ranks = []
-            for prog in (row_map, general):
-                rel = prog.rels[name]
-                rows = rel.alive_rows()
-                ranks.append(dict(zip(prog.decode(name, rows), rel.rank_at(rows).tolist(),
-                                      strict=True)))
+            ranks = [fact_ranks(prog, name) for prog in (row_map, general)]
             assert ranks[0] == ranks[1]
             for args in sorted(ranks[0])[:5]:
                 assert row_map.support_of(name, args) == general.support_of(name, args)

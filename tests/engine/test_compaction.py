@@ -22,6 +22,7 @@ from netrules.engine.strategies import columnar
 from netrules.facts import Fact
 from netrules.lang import parse_program
 from netrules.plan import plan_program
+from tests.engine.streams import fact_ranks, keyed_batches
 from tests.engine.test_differential import (
     Present,
     assert_dense,
@@ -58,13 +59,7 @@ def _same_state(a, b, plan, ranks: bool = True) -> None:
     pa, pb = a.extra["program"], b.extra["program"]
     assert a.views() == b.views()
     for name in sorted(plan.derived) if ranks else []:
-        ranks = []
-        for prog in (pa, pb):
-            rel = prog.rels[name]
-            rows = rel.alive_rows()
-            ranks.append(dict(zip(prog.decode(name, rows), rel.rank_at(rows).tolist(),
-                                  strict=True)))
-        assert ranks[0] == ranks[1], name
+        assert fact_ranks(pa, name) == fact_ranks(pb, name), name
     _sound(pa)
     _sound(pb)
 
@@ -138,32 +133,12 @@ def test_link_programs_compacted_keep_facts_ranks_supports_and_past_deltas(progr
     batch, sound supports, the oracle's views, and every delta read at the end says what it
     said when it was new."""
     plan = plan_program(programs.load(program))
-    base = sorted(plan.base)
     states = [columnar.materialize(plan, []) for _ in range(2)]
     (_always if how == "compacted" else _renewing)(states[0])
     _never(states[1])
-    rng = random.Random(5)
-    nodes = "abcdef"
-    up: dict[tuple, Fact] = {}
     present = Present(plan, [])  # the oracle's base facts, keys and all (hop's is its node)
     kept = []
-    for _ in range(40):
-        batch = []
-        for _ in range(rng.randint(1, 8)):
-            rel = rng.choice(base)
-            arity = plan.arity[rel]
-            key = (rel, rng.choice(nodes), rng.choice(nodes))
-            if key in up and rng.random() < 0.5:
-                batch.append(("-", up.pop(key)))
-            else:
-                args = (*key[1:], *[rng.randint(1, 3) for _ in range(arity - 2)])[:arity]
-                f = Fact(rel, args, 0)
-                if up.get(key) == f:
-                    continue
-                if key in up:  # a cost changing: the old fact goes (keyed or not)
-                    batch.append(("-", up[key]))
-                up[key] = f
-                batch.append(("+", f))
+    for batch in keyed_batches(plan, 5, 40, retract=True):
         delta = columnar.apply(states[0], batch)
         columnar.apply(states[1], batch)
         kept.append((delta, {r: (delta.ids(r, 0).tolist(), delta.ids(r, 1).tolist())
