@@ -1,13 +1,13 @@
 """Dead rows dropped: a derived relation compacted, and every row number that names it
 renamed.
 
-Why: within a batch, and from one batch to the next, rows never move (relation.py), so a
-fact that goes and comes back revives its row. But a relation whose facts keep changing
-leaves a row behind for every fact it ever held: a best route's path and cost after each
-flap. Measured on americas best routes, 150 single-link down/up pairs after the load: best
-path 5.1 M rows for 1.3 M facts, best cost 2.6 M for 1.3 M, the engine's arrays 249 bytes a
-fact against 95 after the load, and still growing. A live monitor must not grow with the
-flaps it has seen.
+Why: rows do not move while facts come and go (relation.py), so a fact that goes and comes
+back revives its row, and nothing that names rows need be told. But a relation whose facts
+keep changing leaves a row behind for every fact it ever held: a best route's path and cost
+after each flap. Measured on americas best routes, 150 single-link down/up pairs after the
+load: best path 5.1 M rows for 1.3 M facts, best cost 2.6 M for 1.3 M, the engine's arrays
+249 bytes a fact against 95 after the load, and still growing. A live monitor must not grow
+with the flaps it has seen.
 
 So before a batch, a derived relation whose dead rows outnumber its living at their peak
 (``COMPACT_SHARE``, and at least ``COMPACT_AT``) is compacted: its rows renumbered in order
@@ -57,8 +57,8 @@ def compact_rows(prog: ColumnarProgram) -> int:
 
 def _compact(prog: ColumnarProgram, name: str) -> bool:
     """Compact relation ``name`` and rename its rows wherever they are held; False, having
-    changed nothing, if a kept support names a row of it that is not alive (no dead row
-    can be dropped then)."""
+    moved no row, if a kept support names a row of it that is not alive (no dead row can be
+    dropped then)."""
     rel, code, sup = prog.rels[name], prog.codes[name], prog.supports
     sup.compact(every=True)  # the dead supports gone: those left are alive, naming alive rows
     if sup.names_dead(code, rel.alive):
