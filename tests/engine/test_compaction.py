@@ -3,7 +3,7 @@ batches, and every row number that names them renamed (kept supports, their inde
 fact, a copy stratum's row map); and renewal (``strategies/columnar.renew``): the program
 made again from the base facts it holds, its dictionaries with it. A program that does
 either before every batch must keep what one that never does keeps: the views (and the
-oracle's), the deltas, the ranks, and sound supports."""
+oracle's), the deltas and, compacted, the ranks; and its supports must be sound."""
 
 from __future__ import annotations
 
