@@ -80,12 +80,23 @@ def first_calls(trials: int) -> list[tuple[str, float, float]]:
                                        alive)),
         ("a third (`base_rows`)", lambda: kernels.base_rows(x, np.zeros(64, np.int32), x)),
     ]
+    return _first_and_again(calls, trials, churn_each=False)
+
+
+def _first_and_again(calls: list[tuple[str, Callable[[], object]]], trials: int, *,
+                     churn_each: bool) -> list[tuple[str, float, float]]:
+    """(call, µs the first time after the churn, µs the same call right after), medians
+    over ``trials``; the churn comes before every call (``churn_each``), or once a trial
+    before them all, in order."""
     first: dict[str, list[float]] = {}
     again: dict[str, list[float]] = {}
     for _ in range(trials):
-        churn()
-        for times in (first, again):
-            for name, call in calls:
+        if not churn_each:
+            churn()
+        for name, call in calls:
+            if churn_each:
+                churn()
+            for times in (first, again):
                 t0 = time.perf_counter()
                 call()
                 times.setdefault(name, []).append(time.perf_counter() - t0)
@@ -101,19 +112,10 @@ def floor(spec: str, trials: int) -> list[tuple[str, float, float]]:
     col = get("columnar")
     facts = link_facts(load_topology(spec))
     state = col.materialize(plan, facts)
-    calls = [("an empty batch", []), ("one insertion of a link already held",
-                                      [("+", facts[0])])]
-    first: dict[str, list[float]] = {}
-    again: dict[str, list[float]] = {}
-    for _ in range(trials):
-        for name, batch in calls:
-            churn()
-            for times in (first, again):
-                t0 = time.perf_counter()
-                col.apply(state, batch)
-                times.setdefault(name, []).append(time.perf_counter() - t0)
-    return [(name, 1e6 * statistics.median(first[name]), 1e6 * statistics.median(again[name]))
-            for name, _ in calls]
+    held = [("+", facts[0])]
+    return _first_and_again([("an empty batch", lambda: col.apply(state, [])),
+                             ("one insertion of a link already held",
+                              lambda: col.apply(state, held))], trials, churn_each=True)
 
 
 def batches(spec: str, trials: int) -> dict[tuple[str, str], tuple[float, float, int]]:

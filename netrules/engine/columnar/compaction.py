@@ -41,27 +41,33 @@ def compact_rows(prog: ColumnarProgram) -> int:
     # (a program may set its own: the tests compact before every batch)
     at = prog.__dict__.get("compact_at", COMPACT_AT)
     share = prog.__dict__.get("compact_share", COMPACT_SHARE)
-    done = 0
+    due = []
     for name in sorted(prog.plan.derived):
         rel = prog.rels[name]
         # (a relation pickled before peaks were kept starts from its count)
         rel.peak = peak = max(getattr(rel, "peak", 0), rel.count)
         if rel.n - rel.count > max(peak * share, at):
-            if _compact(prog, name):
-                done += 1
-            else:  # not again before the rows double: a failed try costs a pass over all
-                rel.peak = rel.n
+            due.append(name)
+    done = 0
+    if due:
+        # the dead supports gone, once: those left are alive, naming alive rows
+        prog.supports.compact(every=True)
+    for name in due:
+        if _compact(prog, name):
+            done += 1
+        else:  # not again before the rows double: a failed try costs a pass over all
+            prog.rels[name].peak = prog.rels[name].n
     prog.stats["compactions"] = prog.stats.get("compactions", 0) + done
     return done
 
 
 def _compact(prog: ColumnarProgram, name: str) -> bool:
     """Compact relation ``name`` and rename its rows wherever they are held; False, having
-    moved no row, if a kept support names a row of it that is not alive (no dead row can be
-    dropped then)."""
+    moved no row, unless every support is alive (``compact_rows`` drops the dead first: a
+    dead one may name a row that goes) and none names a row of it that is not alive (no
+    dead row can be dropped then)."""
     rel, code, sup = prog.rels[name], prog.codes[name], prog.supports
-    sup.compact(every=True)  # the dead supports gone: those left are alive, naming alive rows
-    if sup.names_dead(code, rel.alive):
+    if sup.count != sup.n or sup.names_dead(code, rel.alive):
         return False
     new = rel.compact()
     sup.renumber_rows(code, new)

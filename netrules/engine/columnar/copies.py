@@ -53,13 +53,8 @@ class CopyStratum:
 
     def renumber(self, name: str, new: np.ndarray) -> None:
         """Follow a compaction of relation ``name`` (``new``: old row -> new row, -1
-        dropped): the map's body rows move, or its head rows are renamed."""
-        if name == self.body:
-            m = min(len(self.of), len(new))
-            kept = np.flatnonzero(new[:m] >= 0)
-            of = np.full(max(64, len(kept) + len(kept) // 8), -1, np.int64)
-            of[new[kept]] = self.of[kept]
-            self.of = of
+        dropped): the head rows the map holds are renamed. (The body is a base relation,
+        which is never compacted.)"""
         if name == self.name:
             self.of = np.where(self.of >= 0, new[np.maximum(self.of, 0)], -1)
 
