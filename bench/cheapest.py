@@ -25,13 +25,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from churn import link_pairs, pct  # noqa: E402
 
 WAYS = ("cheapest first", "as they come")
-
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
 def sweeps(engine) -> int:
@@ -78,10 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         for _, _, data in graph.edges(data=True):
             data["cost"] = rng.randint(lo, hi)
     links = link_facts(graph)
-    by_pair: dict[frozenset, list] = {}
-    for f in links:
-        by_pair.setdefault(frozenset(f.args[:2]), []).append(f)
-    chosen = sorted(by_pair.values(), key=lambda fs: sorted(map(str, fs[0].args[:2])))
+    chosen = link_pairs(links)
     plan = plan_program(programs.load(args.program))
     default = iterated.CHEAPEST_FROM
     on = default if args.cheapest_from is None else args.cheapest_from

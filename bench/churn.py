@@ -43,10 +43,7 @@ def run(topology: str, program: str, pairs: int, every: int, reclaim: bool, seed
 
     plan = plan_program(programs.load(program))
     links = link_facts(load_topology(topology))
-    by_pair: dict[frozenset, list] = {}
-    for f in links:
-        by_pair.setdefault(frozenset(f.args[:2]), []).append(f)
-    chosen = sorted(by_pair.values(), key=lambda fs: sorted(map(str, fs[0].args[:2])))
+    chosen = link_pairs(links)
     eng = Engine(plan, "columnar")
     eng.apply([("+", f) for f in links])
 
@@ -77,6 +74,15 @@ def run(topology: str, program: str, pairs: int, every: int, reclaim: bool, seed
     out["renewals"] = stats.get("renewals", 0)
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
+
+
+def link_pairs(links: list) -> list[list]:
+    """The link facts of each pair of nodes (both directions of a link), in name order, so a
+    seeded draw picks the same links every run."""
+    by_pair: dict[frozenset, list] = {}
+    for f in links:
+        by_pair.setdefault(frozenset(f.args[:2]), []).append(f)
+    return sorted(by_pair.values(), key=lambda fs: sorted(map(str, fs[0].args[:2])))
 
 
 def pct(xs: list[float], p: float) -> float:
