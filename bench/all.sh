@@ -35,3 +35,5 @@ python bench/resident.py --topology topohub:backbone/americas --events 5 \
 # views kept in Spark, best routes (recursion through a_MIN), TataNld (about 5 minutes)
 python bench/resident.py --topology topohub:topozoo/TataNld --program best_routes --events 5 \
   --out bench/out/resident_best_routes_tatanld.json --doc
+# suspects per changed tuple, small graphs and americas (about a minute)
+python bench/overdeletion.py --doc

@@ -418,6 +418,8 @@ def test_derived_afresh_past_a_tenth_where_the_closure_serves(monkeypatch: pytes
         gone = ring[:4]  # a fifth of the links
         columnar.apply(state, [("-", f) for f in gone])
         assert bool(afresh) == fits
+        # counted, for bench/overdeletion.py's rows (a stratum derived afresh has no suspects)
+        assert state.extra["program"].stats.get("afresh", 0) == len(afresh)
         want = evaluate_program(plan.program, sorted(set(ring) - set(gone), key=Fact.key))
         assert {f.args for f in state.views()["p"]} == {f.args for f in want["p"]}
 

@@ -504,6 +504,7 @@ class ColumnarProgram:
         """The stratum derived afresh from what stands below, in the rows it has: every fact
         hidden and every support of its rules dropped, then semi-naive from nothing. Facts
         that come back keep their rows, so the batch's net change is what it would be."""
+        self.stats["afresh"] = self.stats.get("afresh", 0) + 1  # (no key: pickled before it)
         codes = [self.codes[n] for n in srels]
         self.supports.drop_heads(codes)
         for name in srels:
