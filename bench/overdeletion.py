@@ -4,11 +4,12 @@ Why: peers.py's per-tuple line divides a batch's time by the tuples that changed
 rank-based engine works on its *suspects*: facts whose every kept support used a lost fact,
 hidden, then derived again where they still hold (docs/engine.md, "What a small batch costs").
 On a sparse graph most suspects come back, so the batch costs its suspects, not its change.
-This prints, per topology and peers.py workload (same seeds), the columnar engine's own
-counters (tuples changed, suspects) and its batch time, as µs per changed tuple and per
-suspect, so the two are measured side by side. Each pair runs once, in peers.py's order, with
-no other work between batches (a pair repeated gets cheaper: the up batch leaves the facts
-kept supports that avoid the links it restored, so the same down then kills almost nothing).
+This prints, per topology and peers.py workload (drawn as peers.py draws them), the columnar
+engine's own counters (tuples changed, suspects) and its batch time, as µs per changed tuple
+and per suspect, so the two are measured side by side. Each pair runs once, in peers.py's
+order, each batch after other work (the last batch's simulation or a collection: cold, as in
+peers.py). Once only: a pair repeated gets cheaper, since the up batch leaves the facts kept
+supports that avoid the links it restored, and the same down then kills almost nothing.
 
 For reachability's down batches it also simulates the alternative a different rank would
 allow: ranks as a total order (breadth-first level, then discovery order) with a suspect
@@ -73,7 +74,7 @@ def simulate(facts: list, down: list) -> tuple[int, int]:
         succ.setdefault(s, []).append(d)
         into.setdefault(d, []).append(s)
     dead = {(f.args[0], f.args[1]) for _, f in down}
-    rescued_not = lost = 0
+    killed_all = lost = 0
     for dest in sorted(into, key=str):
         old = _order(succ, into, dest, set())
         new = _order(succ, into, dest, dead)
@@ -85,9 +86,9 @@ def simulate(facts: list, down: list) -> tuple[int, int]:
                                                               and z not in killed))
                        for z in succ.get(s, ())):
                 killed.add(s)
-        rescued_not += len(killed)
+        killed_all += len(killed)
         lost += sum(1 for s in old if s != dest and s not in new)
-    return rescued_not, lost
+    return killed_all, lost
 
 
 def run_topology(label: str, spec: str, seed: int) -> list[dict]:
