@@ -50,7 +50,7 @@ DEFAULT = ("tata=topohub:topozoo/TataNld,caida=topohub:caida/2024-08/852,"
            "fattree=fattree:8")
 
 
-def _order(succ: dict, into: dict, dest: object, dead: set) -> dict:
+def _order(into: dict, dest: object, dead: set) -> dict:
     """Breadth-first discovery order of the nodes that reach ``dest`` over live links
     (``into[v]``: the nodes with a link to v)."""
     order = {dest: 0}
@@ -76,8 +76,8 @@ def simulate(facts: list, down: list) -> tuple[int, int]:
     dead = {(f.args[0], f.args[1]) for _, f in down}
     killed_all = lost = 0
     for dest in sorted(into, key=str):
-        old = _order(succ, into, dest, set())
-        new = _order(succ, into, dest, dead)
+        old = _order(into, dest, set())
+        new = _order(into, dest, dead)
         killed: set = set()
         for s in sorted(old, key=old.__getitem__):
             if s == dest:
