@@ -285,7 +285,8 @@ class _Progress:
         if not self.enabled or total <= 0:
             return
         label = {"recover": "rebuilding engine state from the store",
-                 "replay": "replaying the event log"}.get(stage, stage)
+                 "replay": "replaying the event log",
+                 "append": "writing the event log"}.get(stage, stage)
         bar = self.bars.get(stage)
         if bar is None:
             bar = click.progressbar(length=total, label=label, file=sys.stderr)
@@ -316,7 +317,7 @@ def _monitor_pairs(values: tuple[str, ...]) -> frozenset[tuple[str, str]] | None
 def _write_source(*, topology: str | None, scenario: str | None, seed: int | None,
                   fail_link: tuple[tuple[str, str], ...], at: float,
                   random_failures: str | None, tick: float, capture_file: str | None,
-                  events_dir: str, store) -> tuple[int, object]:
+                  events_dir: str, store, progress: _Progress) -> tuple[int, object]:
     """Append the chosen source's events to the event log; (new events, graph or None)."""
     from netrules.eventlog import EventLog
     from netrules.pipeline.sources import append_new, simulation, topology_rows
@@ -325,14 +326,16 @@ def _write_source(*, topology: str | None, scenario: str | None, seed: int | Non
     log = EventLog(events_dir)
     if topology is not None:
         sim = simulation(topology, scenario, seed, fail_link, at, random_failures)
-        n = append_new(log, sim.events, tick=tick)
+        n = append_new(log, sim.events, tick=tick,
+                       progress=lambda done, total: progress("append", done, total))
         nodes, _ = store.topology()
         if not nodes:  # a restart keeps the link states the batches wrote
             store.set_topology(*topology_rows(sim.graph))
         return n, sim.graph
     if capture_file is not None:
         events, report = read_capture(capture_file)
-        n = append_new(log, events, tick=tick)
+        n = append_new(log, events, tick=tick,
+                       progress=lambda done, total: progress("append", done, total))
         click.echo(report, err=True)
         return n, None
     return 0, None
@@ -439,10 +442,11 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
     try:
         check_program(db, program, prog.source or str(prog))
         db.set_meta("events_dir", str(Path(events_dir).resolve()))
+        progress = _Progress(enabled=not as_json)
         n_new, _graph = _write_source(
             topology=topology, scenario=scenario, seed=seed, fail_link=fail_link, at=at,
             random_failures=random_failures, tick=tick, capture_file=capture_file,
-            events_dir=events_dir, store=db)
+            events_dir=events_dir, store=db, progress=progress)
         if topology or capture_file:
             click.echo(f"event log {events_dir}: {n_new} new events", err=True)
         if iface is not None:
@@ -465,7 +469,6 @@ def run(program: str, topology: str | None, scenario: str | None, seed: int | No
             pattern_relations=tuple(p for p in pattern_relations.split(",") if p),
             monitored=_monitor_pairs(monitor), alert_config=alert_config, webhook=webhook,
             strict=strict, until=until, beacon=beacon)
-        progress = _Progress(enabled=not as_json)
         summary = run_pipeline(
             plan, db, opts, on_batch=_batch_printer(quiet or as_json),
             on_bad_line=lambda msg: click.echo(f"warning: {msg}", err=True),

@@ -26,6 +26,7 @@ class EventLog:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._seq: int | None = None  # the next segment's number, once the directory is read
 
     def segments(self) -> list[Path]:
         return sorted(self.directory.glob(f"{_PREFIX}*{_SUFFIX}"))
@@ -37,19 +38,44 @@ class EventLog:
         return int(segs[-1].name[len(_PREFIX) : -len(_SUFFIX)]) + 1
 
     def append(self, events: Iterable[Event]) -> Path | None:
-        """Write ``events`` as one new segment, atomically; returns its path (None if empty)."""
+        """Write ``events`` as one new segment, atomically; returns its path (None if empty).
+
+        The next number is kept, not found by listing the directory each time: a simulation
+        of random failures writes a segment per instant, and listing thousands of segments
+        per segment made writing 6,000 of them take minutes. A segment is linked into place,
+        which never replaces one: if another writer took the number, the directory is read
+        again and the next free one taken."""
         lines = [e.to_line() for e in events]
         if not lines:
             return None
-        seq = self._next_seq()
-        final = self.directory / f"{_PREFIX}{seq:09d}{_SUFFIX}"
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, final)
+        seq = self._next_seq() if self._seq is None else self._seq
+        while True:
+            final = self.directory / f"{_PREFIX}{seq:09d}{_SUFFIX}"
+            if self._place(tmp, final):
+                break
+            seq = max(seq + 1, self._next_seq())
+        self._seq = seq + 1
         return final
+
+    @staticmethod
+    def _place(tmp: str, final: Path) -> bool:
+        """Give ``tmp`` the name ``final`` unless a segment has it; True if it did."""
+        try:
+            os.link(tmp, final)
+        except FileExistsError:
+            return False
+        except OSError:  # a file system without hard links: check, then rename
+            if final.exists():
+                return False
+            os.replace(tmp, final)
+            return True
+        os.unlink(tmp)
+        return True
 
     def read(self, *, strict: bool = True, errors: list[EventLogError] | None = None
              ) -> Iterator[Event]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,8 +47,10 @@ def known_ids(log: EventLog) -> dict[str, Event]:
 
 
 def append_new(log: EventLog, events: Iterable[Event], tick: float = 0.0,
-               max_segment: int = 5_000) -> int:
+               max_segment: int = 5_000,
+               progress: Callable[[int, int], None] | None = None) -> int:
     """Append the events ``log`` does not hold yet, one segment per tick; returns how many.
+    ``progress(segments written, segments)`` is told after each segment.
 
     An id the log holds with different content is an error, not a silent skip: the same
     event ids (``sim:NAME:SEQ``) from a changed scenario would otherwise never be applied."""
@@ -64,9 +66,12 @@ def append_new(log: EventLog, events: Iterable[Event], tick: float = 0.0,
                 f"at {old.time:g}, now {e.op}{e.fact} at {e.time:g})\nHint: a changed "
                 f"scenario needs its own --events-dir (or another scenario name)")
     last = _newest(log)
-    for group in ticks(fresh, tick):
-        for i in range(0, len(group), max_segment):
-            last = _ordered(log.append(group[i:i + max_segment]), last)
+    parts = [group[i:i + max_segment] for group in ticks(fresh, tick)
+             for i in range(0, len(group), max_segment)]
+    for done, part in enumerate(parts, 1):
+        last = _ordered(log.append(part), last)
+        if progress is not None:
+            progress(done, len(parts))
     return len(fresh)
 
 

@@ -22,6 +22,26 @@ def test_append_is_idempotent_and_one_segment_per_instant(tmp_path) -> None:
     assert mtimes == sorted(mtimes) and len(set(mtimes)) == len(mtimes)
 
 
+def test_segments_keep_their_numbers_with_two_writers(tmp_path) -> None:
+    """A writer keeps its next segment number; one that another writer took is skipped,
+    never replaced (each writer's events stay in the log)."""
+    sim = simulation("line:5", None, None, fail_links=(("n2", "n3"),), at=1.0)
+    first, second = EventLog(tmp_path), EventLog(tmp_path)
+    a = first.append(sim.events[:2])
+    b = second.append(sim.events[2:4])  # reads the directory: takes the number after a
+    c = first.append(sim.events[4:6])  # its kept number is b's: the next one is taken
+    assert [p.name for p in (a, b, c)] == [f"events-{i:09d}.jsonl" for i in range(3)]
+    assert [e.id for e in first.read()] == [e.id for e in sim.events[:6]]
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_append_tells_progress_per_segment(tmp_path) -> None:
+    sim = simulation("line:5", None, None, fail_links=(("n2", "n3"),), at=1.0)
+    told: list[tuple[int, int]] = []
+    append_new(EventLog(tmp_path), sim.events, progress=lambda d, t: told.append((d, t)))
+    assert told == [(1, 2), (2, 2)]
+
+
 def test_changed_scenario_under_the_same_ids_is_refused(tmp_path) -> None:
     log = EventLog(tmp_path)
     append_new(log, simulation("line:5", None, None, fail_links=(("n2", "n3"),)).events)
