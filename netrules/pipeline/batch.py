@@ -24,9 +24,11 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import numpy as np
 
 from netrules import settings
 from netrules.alerts import AlertConfig, AlertRules, view_has_from_store
@@ -35,11 +37,11 @@ from netrules.engine.ledger import BaseLedger
 from netrules.engine.strategies.base import Delta, Derivation
 from netrules.errors import EventLogError
 from netrules.eventlog import Event
-from netrules.facts import Fact, Value
+from netrules.facts import Fact, Value, value_from_json
 from netrules.lang import ast
 from netrules.pipeline import bulk
 from netrules.plan import Plan
-from netrules.store import BatchRecord, Store
+from netrules.store import BatchRecord, DerivationTexts, Store
 
 __all__ = ["EngineLike", "EngineFactory", "BatchProcessor", "alert_config_for",
            "engine_factory", "ledger_json"]
@@ -181,9 +183,9 @@ class BatchProcessor:
         self.last_time = 0.0
         self.ledger: list[tuple[Fact, int]] = []  # pending deletions, as last published
         # the store's one kept support per fact, mirrored so a removal finds the facts whose
-        # support it breaks
-        self.support: dict[Fact, tuple[str, tuple[Fact, ...]]] = {}
-        self.users: dict[Fact, set[Fact]] = {}
+        # support it breaks: by Fact, or on the columnar path by (relation, args text)
+        self.support: dict[Hashable, tuple[str, tuple[Hashable, ...]]] = {}
+        self.users: dict[Hashable, set[Hashable]] = {}
         self.links: set[tuple[Value, Value]] = set()
         self.topo_pairs: set[tuple[str, str]] = set()
         self.seen_links: set[tuple[Value, Value]] = set()
@@ -276,14 +278,12 @@ class BatchProcessor:
             # built from the ids (pipeline/bulk.py)
             bulk_rows = bulk.store_rows(delta, self.plan, self.keep)  # type: ignore[arg-type]
             added, removed, view_has = self._alert_inputs(delta)
+            gone = bulk.removed_texts(delta, self.keep)  # type: ignore[arg-type]
             texts, n_skipped = bulk.derivations(delta, self.plan,  # type: ignore[arg-type]
-                                                self.max_derivations)
-            witnesses = self._aggregate_derivations(delta, self.max_derivations
-                                                    - len(texts.added))
-            derivs_added = witnesses
-            # deleted by key, so in any order: sorting tens of thousands of path facts by
-            # Fact.key cost seconds a batch
-            derivs_removed = list(dict.fromkeys(f for f, _, _ in witnesses))
+                                                self.max_derivations, gone)
+            self._aggregate_derivations(delta, self.max_derivations - len(texts.added),
+                                        gone, texts)
+            derivs_added, derivs_removed = [], []
         else:
             texts = None
             added, removed = (self._kept(d) for d in delta.facts(self.plan))
@@ -363,44 +363,56 @@ class BatchProcessor:
         active = bulk.active_alert_keys(self.store.alerts(active_only=True), keyed)
         return bulk.alert_inputs(delta, self.plan, keyed, whole, active)  # type: ignore[arg-type]
 
-    def _aggregate_derivations(self, delta: Delta, limit: int
-                               ) -> list[tuple[Fact, str, list[Fact]]]:
+    def _aggregate_derivations(self, delta: Delta, limit: int, gone: list[tuple[str, str]],
+                               texts: DerivationTexts) -> None:
         """Witnesses of the facts that keep no supports (aggregates, and plain rules of an
-        iterated stratum), ``limit`` at most: of the added ones, and of those whose written
-        witness used a fact the batch removed (the ``users`` mirror, kept for witnesses only
-        on this path)."""
-        gone = set(bulk.removed_facts(delta, self.plan)  # type: ignore[arg-type]
-                   ) if self.users else set()
+        iterated stratum), ``limit`` at most, added to ``texts``: of the added ones, and of
+        those whose written witness used a fact the batch removed (``gone``: every removed
+        fact's (relation, args text)). The ``users`` mirror of the written witnesses, kept
+        for this path only, is keyed by the store's (relation, args text) of each fact, which
+        the batch renders anyway: decoding every removed fact to a Fact to look it up cost
+        more than the engine's whole link event on a backbone's best routes."""
         witnessed = self._agg_rules.keys() | self._iterated_rels
-        for f in gone:
-            if f.relation in witnessed:
-                self._drop_support(f)
-        stale = {u for f in gone for u in self.users.get(f, ())} - gone
-        chosen = sorted(stale, key=Fact.key)[:max(0, limit)]
-        known: dict[Fact, int] = {}
+        stale: set[Any] = set()
+        if self.users:
+            for key in gone:
+                if key[0] in witnessed:
+                    self._drop_support(key)
+            stale = {u for key in gone for u in self.users.get(key, ())}
+            stale.difference_update(gone)
+        chosen = sorted(stale)[:max(0, limit)]
+        prog = delta.prog  # type: ignore[attr-defined]
+        rows: dict[str, list[np.ndarray]] = {}
+        for rel, text in chosen:  # (a few: witnesses are seldom stale)
+            args = [tuple(value_from_json(v) for v in json.loads(text))]
+            found = prog.rels[rel].find(prog.values.encode_rows(args, len(args[0])))
+            rows.setdefault(rel, []).append(found[found >= 0])
+        left = limit - len(chosen)
         for rel in sorted(witnessed):
-            if rel in self.plan.visible:
-                got = bulk.added_facts(delta, self.plan, rel,  # type: ignore[arg-type]
-                                       limit - len(chosen))
-                chosen += got
-                known.update(got)
-        out = bulk.aggregate_witnesses(delta, self.plan, chosen,  # type: ignore[arg-type]
-                                       known)
-        for f, label, body in out:
-            self._set_support(f, label, tuple(body))
-        return out
+            if rel in self.plan.visible and left > 0:
+                got = bulk.added_rows(delta, rel, left)  # type: ignore[arg-type]
+                rows.setdefault(rel, []).append(got)
+                left -= len(got)
+        found = bulk.aggregate_witnesses(delta, self.plan,  # type: ignore[arg-type]
+                                         {rel: np.concatenate(rs) for rel, rs in rows.items()})
+        for head, label, body_text, body in found:
+            self._set_support(head, label, body)
+            texts.removed.append(head)
+            texts.added.append((*head, label, body_text))
+            texts.relations.add(head[0])
+            texts.relations.update(rel for rel, _ in body)
 
     def _kept(self, facts: dict[str, list[Fact]]) -> dict[str, list[Fact]]:
         return {r: fs for r, fs in facts.items() if r in self.keep and fs}
 
     # -- derivations ------------------------------------------------------------------------
-    def _set_support(self, f: Fact, rule: str, body: tuple[Fact, ...]) -> None:
+    def _set_support(self, f: Hashable, rule: str, body: tuple[Hashable, ...]) -> None:
         self._drop_support(f)
         self.support[f] = (rule, body)
         for b in body:
             self.users.setdefault(b, set()).add(f)
 
-    def _drop_support(self, f: Fact) -> None:
+    def _drop_support(self, f: Hashable) -> None:
         old = self.support.pop(f, None)
         if old:
             for b in old[1]:

@@ -124,7 +124,7 @@ def _per_fact_derivations(delta, plan, limit: int) -> tuple[list, set]:
     expanded and encoded one fact at a time."""
     from netrules.engine.columnar.sets import distinct
     from netrules.engine.columnar.supports import split_gid
-    from netrules.pipeline.bulk import _decode_gids, _facts, _least
+    from netrules.pipeline.bulk import _facts, _least
     from netrules.store.base import _body_json
 
     prog = delta.prog
@@ -161,6 +161,22 @@ def _per_fact_derivations(delta, plan, limit: int) -> tuple[list, set]:
         added.append((head.relation, args_json(head.args), labels[int(prog.supports.rule[s])],
                       _body_json([fact[b] for b in dict.fromkeys(body.tolist())])))
     return added, {(f.relation, args_json(f.args)) for f in drop}
+
+
+def _decode_gids(prog, plan, gids: np.ndarray) -> dict:
+    """Each gid's Fact, decoded one relation at a time."""
+    from netrules.engine.columnar.sets import distinct
+    from netrules.engine.columnar.supports import split_gid
+    from netrules.pipeline.bulk import _facts
+
+    out: dict[int, Fact] = {}
+    code, rows = split_gid(gids)
+    for c in distinct(code).tolist():
+        m = code == c
+        rel = prog.names[c]
+        facts = _facts(prog, plan, rel, prog.rels[rel].cols[rows[m]])
+        out.update(zip(gids[m].tolist(), facts, strict=True))
+    return out
 
 
 def test_derivation_texts_are_what_the_per_fact_store_wrote() -> None:
