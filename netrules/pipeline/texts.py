@@ -10,6 +10,7 @@ large numbers) are few: their text comes from ``Values.json_column``. Strings ar
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 
 import numpy as np
@@ -23,6 +24,26 @@ __all__ = ["STR", "indexed_texts", "list_levels", "loc_texts", "unique_inverse",
 STR = pa.large_string()
 _COMMA, _EMPTY = pa.scalar(",", STR), pa.scalar("", STR)
 _OPEN, _CLOSE = pa.scalar("[", STR), pa.scalar("]", STR)
+
+
+#: Each dictionary's plain values' texts, by atom index (id - SMALL), as one Arrow array:
+#: a link event renders its facts' texts three times (view deletions, derivations, the
+#: store's rows), and a list's elements once per length, each a Python call per node name
+#: (on americas best routes, 125,000 a link event). Dictionaries are append-only, so the
+#: array only grows; a renewed program brings a new dictionary, and its old array goes.
+_ATOM_TEXTS: weakref.WeakKeyDictionary[Values, pa.LargeStringArray] = \
+    weakref.WeakKeyDictionary()
+
+
+def _atom_texts(values: Values, ids: np.ndarray) -> pa.LargeStringArray:
+    """Texts of plain values (``SMALL <= id < CELLS``), from the dictionary's cached array."""
+    k = ids - SMALL
+    have = _ATOM_TEXTS.get(values)
+    if have is None or len(have) <= int(k.max()):
+        start = 0 if have is None else len(have)
+        new = pa.array(values.plain_json(start), type=STR)
+        have = _ATOM_TEXTS[values] = new if have is None else pa.concat_arrays([have, new])
+    return have.take(pa.array(k))
 
 
 def unique_inverse(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -66,7 +87,7 @@ def indexed_texts(values: Values, ids: np.ndarray
         if kind == 0:
             part, local = pa.array(ids[k]).cast(STR), np.arange(len(k))
         elif kind == 1:
-            part, local = pa.array(values.json_column(ids[k]), type=STR), np.arange(len(k))
+            part, local = _atom_texts(values, ids[k]), np.arange(len(k))
         else:
             uniq, inv = unique_inverse(ids[k])
             part, order = _list_texts(values, uniq)

@@ -116,6 +116,11 @@ def test_args_texts_are_args_json_in_the_rows_order() -> None:
     ids = v.encode_rows(rows, 4)
     assert args_texts(v, ids).to_pylist() == [args_json(r) for r in rows]
     assert args_texts(v, ids[:0]).to_pylist() == []
+    # values the dictionary takes after a first rendering are rendered too (the plain
+    # values' texts are cached per dictionary and grow with it)
+    more = [(f"new{i}", ("é", f"x{i}"), 1.5 + i, "é") for i in range(5)]
+    ids = v.encode_rows(rows + more, 4)
+    assert args_texts(v, ids).to_pylist() == [args_json(r) for r in rows + more]
 
 
 def _per_fact_derivations(delta, plan, limit: int) -> tuple[list, set]:

@@ -314,6 +314,11 @@ class Values:
             i = int(self.tail[k])
         return "[" + ",".join(parts) + "]"
 
+    def plain_json(self, start: int = 0) -> list[str]:
+        """Canonical JSON text of every plain value (atom) from atom index ``start`` on, in
+        id order: what a renderer caches once and takes from (``pipeline/texts.py``)."""
+        return [self._json_of(SMALL + k) for k in range(start, len(self._objs))]
+
     def json_column(self, ids: np.ndarray) -> list[str]:
         """Canonical JSON text of each value (the store's form); a plain value's text is
         rendered once for the engine's life, a list's from its tail's text, once per call
