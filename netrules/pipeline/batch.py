@@ -278,9 +278,10 @@ class BatchProcessor:
             # built from the ids (pipeline/bulk.py)
             bulk_rows = bulk.store_rows(delta, self.plan, self.keep)  # type: ignore[arg-type]
             added, removed, view_has = self._alert_inputs(delta)
-            gone = bulk.removed_texts(delta, self.keep)  # type: ignore[arg-type]
             texts, n_skipped = bulk.derivations(delta, self.plan,  # type: ignore[arg-type]
-                                                self.max_derivations, gone)
+                                                self.max_derivations)
+            # (the removed facts' texts only where a written witness may have used one)
+            gone = bulk.removed_texts(delta, self.keep) if self.users else []  # type: ignore[arg-type]
             self._aggregate_derivations(delta, self.max_derivations - len(texts.added),
                                         gone, texts)
             derivs_added, derivs_removed = [], []

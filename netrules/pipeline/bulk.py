@@ -152,15 +152,14 @@ def removed_texts(delta: ColumnDelta, rels: Iterable[str]) -> list[tuple[str, st
     return out
 
 
-def derivations(delta: ColumnDelta, plan: Plan, limit: int,
-                removed: list[tuple[str, str]] | None = None
+def derivations(delta: ColumnDelta, plan: Plan, limit: int
                 ) -> tuple[DerivationTexts, int]:
-    """(the derivations to write and the facts whose derivations to drop, as the store's
+    """(the derivations to write and the facts whose derivations to replace, as the store's
     texts; the facts skipped by ``limit``). Each fact's text is rendered once from its id
     row (``bulk_rows.args_texts``) and a body is joined from its facts' texts: a link event
     on americas rewrites up to ``limit`` (20,000) derivations, and a Fact and a JSON
-    encoding each were most of such a batch. ``removed``: ``removed_texts`` of the batch,
-    if the caller has them (of the visible relations at least)."""
+    encoding each were most of such a batch. A fact that left its view takes its
+    derivations along in the store's own write of the removal (``Store._write_rows``)."""
     prog = delta.prog
     visible = {prog.codes[r] for r in plan.visible if r in prog.codes}
     aux = {prog.codes[r] for r in plan.aux if r in prog.codes}
@@ -169,10 +168,6 @@ def derivations(delta: ColumnDelta, plan: Plan, limit: int,
     changed = changed[np.isin(code, list(visible))]
     changed = changed[prog.alive_gids(changed)]
     out = DerivationTexts()
-    if removed is None:
-        removed = removed_texts(delta, plan.visible)
-    out.removed.extend(k for k in removed if k[0] in plan.visible)
-    out.relations.update(rel for rel, _ in out.removed)
     skipped = max(0, len(changed) - limit)
     changed = _least(changed, prog.rank_of(changed), limit)
     sids = prog.supports.first_of(changed)

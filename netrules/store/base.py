@@ -284,6 +284,7 @@ class BatchRecord:
 #: The meta key of the base-fact ledger the last batch left.
 _LEDGER_KEY = "ledger"
 _DELETE_VIEW = "DELETE FROM views WHERE relation = ? AND args = ?"
+_DELETE_DERIVATIONS = "DELETE FROM derivations WHERE relation = ? AND args = ?"
 _ON_VIEW_CONFLICT = (" ON CONFLICT (relation, args) DO UPDATE SET loc = excluded.loc, "
                      "loc_pos = excluded.loc_pos, batch_id = excluded.batch_id")
 _INSERT_VIEW = ("INSERT INTO views (relation, args, loc, loc_pos, batch_id) "
@@ -518,7 +519,7 @@ class Store(ABC):
                           for seq, (rel, args, pos, _) in enumerate(came)])
                 self._insert_changes(log)
             texts = batch.derivation_texts or DerivationTexts()
-            self._executemany("DELETE FROM derivations WHERE relation = ? AND args = ?",
+            self._executemany(_DELETE_DERIVATIONS,
                               [*((f.relation, args_json(f.args))
                                  for f in batch.derivations_removed), *texts.removed])
             drows = [(head.relation, args_json(head.args), rule, _body_json(body))
@@ -572,8 +573,9 @@ class Store(ABC):
         n = len(args)
         self._insert_changes(zip(repeat(bid), range(seq, seq + n), repeat(t),
                                  repeat(rel), args, repeat(pos), repeat(op)))
-        if op == "-":
+        if op == "-":  # a fact that leaves its view takes its derivations along
             self._executemany(_DELETE_VIEW, zip(repeat(rel), args))
+            self._executemany(_DELETE_DERIVATIONS, zip(repeat(rel), args))
         elif locs is not None:
             self._executemany(_INSERT_VIEW, zip(repeat(rel), args, locs,
                                                 repeat(pos), repeat(bid)))

@@ -175,8 +175,10 @@ class SQLiteStore(Store):
         c.execute("INSERT INTO changes (batch_id, seq, time, relation, args, loc_pos, op) "
                   f"SELECT ?, ? + rowid - {first}, ?, ?, args, ?, ? FROM temp.bulk_stage "
                   "ORDER BY rowid", (bid, seq, t, rel, pos, op))
-        if op == "-":
+        if op == "-":  # a fact that leaves its view takes its derivations along
             c.execute("DELETE FROM views WHERE relation = ? AND args IN "
+                      "(SELECT args FROM temp.bulk_stage)", (rel,))
+            c.execute("DELETE FROM derivations WHERE relation = ? AND args IN "
                       "(SELECT args FROM temp.bulk_stage)", (rel,))
             return
         loc_sql, loc_params = ("loc", []) if locs is not None else self._loc_of_args(rel, pos)

@@ -129,7 +129,7 @@ def _per_fact_derivations(delta, plan, limit: int) -> tuple[list, set]:
     expanded and encoded one fact at a time."""
     from netrules.engine.columnar.sets import distinct
     from netrules.engine.columnar.supports import split_gid
-    from netrules.pipeline.bulk import _facts, _least
+    from netrules.pipeline.bulk import _least
     from netrules.store.base import _body_json
 
     prog = delta.prog
@@ -138,8 +138,7 @@ def _per_fact_derivations(delta, plan, limit: int) -> tuple[list, set]:
     changed = prog.supported_changes()
     changed = changed[np.isin(split_gid(changed)[0], list(visible))]
     changed = changed[prog.alive_gids(changed)]
-    drop = [f for rel, (_, rem) in delta.columns.items() if rel in plan.visible and len(rem)
-            for f in _facts(prog, plan, rel, prog.rels[rel].cols[rem])]
+    drop = []  # (a removed fact's derivations go with its view row, in the store)
     changed = _least(changed, prog.rank_of(changed), limit)
     sids = prog.supports.first_of(changed)
     changed, sids = changed[sids >= 0], sids[sids >= 0]

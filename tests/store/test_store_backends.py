@@ -381,6 +381,21 @@ def test_derivations_as_texts_are_the_derivations_as_facts(store: Store) -> None
     assert store.derivations(head) == [("r1", [link("a", "c")])]
 
 
+def test_a_fact_removed_in_bulk_takes_its_derivations_along(store: Store) -> None:
+    """A columnar batch names no derivation to drop for a fact that left its view: the
+    store's write of the removal drops them (and only that fact's)."""
+    head = path("a", "c", ("a", "b", "c"), 2)
+    other = path("a", "b", ("a", "b"), 1)
+    store.write_batch(BatchRecord(0, 1.0, added={"path": [head, other]},
+                                  derivations_added=[(head, "r2", [link("a", "b")]),
+                                                     (other, "r1", [link("a", "b")])]))
+    assert store.write_batch(BatchRecord(1, 2.0, bulk=BulkRows(
+        loc_pos={"path": 0}, removed={"path": TextRows([args_json(head.args)])})))
+    assert store.read_view("path") == [other]
+    assert store.derivations(head) == []
+    assert store.derivations(other) == [("r1", [link("a", "b")])]
+
+
 def _alert(key: str, batch: int, trig: tuple[Event, ...] = ()) -> Alert:
     return Alert(kind="route_lost", severity="major", message=f"lost {key}", dedup_key=key,
                  subject={"src": "a", "dst": key}, raised_batch=batch, raised_time=float(batch),
