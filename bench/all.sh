@@ -37,3 +37,5 @@ python bench/resident.py --topology topohub:topozoo/TataNld --program best_route
   --out bench/out/resident_best_routes_tatanld.json --doc
 # suspects per changed tuple, small graphs and americas (about a minute)
 python bench/overdeletion.py --doc
+# a link event in the running pipeline, americas best routes (about 2 minutes)
+python bench/pipeline.py --doc
