@@ -30,7 +30,7 @@ def format_value(v: Value) -> str:
     if isinstance(v, str):
         if _BARE.match(v) and v not in _KEYWORDS:
             return v
-        return json.dumps(v)
+        return json.dumps(v, ensure_ascii=False)  # names as written: "Pátra"
     if isinstance(v, float) and v == float("inf"):
         return "infinity"
     return repr(v)

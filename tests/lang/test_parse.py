@@ -236,3 +236,11 @@ def test_query_errors_point_at_what_was_typed(typed: str, column: int, what: str
     src, caret = text.splitlines()[1:3]
     assert src == f"  {typed}"  # the line shown is the one typed, without an added '?-' or '.'
     assert caret == " " * (column + 1) + "^"
+
+
+def test_a_fact_prints_names_as_written_and_parses_back() -> None:
+    """`why`, `query` and alerts print facts in NDlog syntax: a backbone's "Pátra" or
+    "Arkhangel’sk" as written, not as JSON escapes, and the text parses back to the fact."""
+    f = Fact("bestPath", ("Pátra", 'a"b', ("Pátra", "x\n", "Arkhangel’sk", "e\u2028f"), 3), 0)
+    assert str(f) == 'bestPath(@"Pátra","a\\"b",["Pátra","x\\n","Arkhangel’sk","e\u2028f"],3)'
+    assert parse_facts(str(f) + ".") == [f]
