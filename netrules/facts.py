@@ -21,16 +21,18 @@ _BARE = re.compile(r"[a-z][A-Za-z0-9_]*\Z")
 _KEYWORDS = {"not", "materialize", "keys", "infinity", "delete"}
 
 
-def format_value(v: Value) -> str:
-    """Render a value in NDlog syntax (the inverse of the grammar's constant rules)."""
+def format_value(v: Value, *, ascii_only: bool = False) -> str:
+    """Render a value in NDlog syntax (the inverse of the grammar's constant rules), names as
+    written ("Pátra"); ``ascii_only`` escapes them ("P\\u00e1tra"), as keys stored before
+    names were printed as written are."""
     if isinstance(v, bool):
         return "1" if v else "0"
     if isinstance(v, tuple):
-        return "[" + ",".join(format_value(x) for x in v) + "]"
+        return "[" + ",".join(format_value(x, ascii_only=ascii_only) for x in v) + "]"
     if isinstance(v, str):
         if _BARE.match(v) and v not in _KEYWORDS:
             return v
-        return json.dumps(v, ensure_ascii=False)  # names as written: "Pátra"
+        return json.dumps(v, ensure_ascii=ascii_only)
     if isinstance(v, float) and v == float("inf"):
         return "infinity"
     return repr(v)

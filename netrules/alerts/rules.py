@@ -107,7 +107,9 @@ class AlertConfig:
 
 
 def _key_text(values: Iterable[Value]) -> str:
-    return ":".join(format_value(v) for v in values)
+    # (a dedup key is stored with its alert: escaped as it always was, so an alert raised
+    # before an upgrade is still found, and cleared, after it)
+    return ":".join(format_value(v, ascii_only=True) for v in values)
 
 
 def _describe_events(events: list[Event]) -> str:

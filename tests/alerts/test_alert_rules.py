@@ -185,3 +185,13 @@ def test_engine_flow_with_store(tmp_path: Path) -> None:
         (stored,) = store.alerts()
         assert (stored.state, stored.cleared_batch, stored.dedup_key) == (
             "cleared", 3, lost.dedup_key)
+
+
+def test_dedup_keys_of_non_ascii_names_are_what_stores_hold() -> None:
+    """Facts print names as written, but an alert's dedup key is stored with it and found
+    again to clear it: it keeps the escaped form stores written before hold, or an alert
+    raised before an upgrade would never clear after it."""
+    from netrules.alerts.rules import _key_text
+
+    assert _key_text(("Pátra", "Arkhangel’sk")) == '"P\\u00e1tra":"Arkhangel\\u2019sk"'
+    assert _key_text(("a", ("Pátra", "b"))) == 'a:["P\\u00e1tra",b]'
