@@ -37,11 +37,12 @@ from netrules.engine.ledger import BaseLedger
 from netrules.engine.strategies.base import Delta, Derivation
 from netrules.errors import EventLogError
 from netrules.eventlog import Event
-from netrules.facts import Fact, Value, value_from_json
+from netrules.facts import Fact, Value
 from netrules.lang import ast
 from netrules.pipeline import bulk
 from netrules.plan import Plan
 from netrules.store import BatchRecord, DerivationTexts, Store
+from netrules.store.base import fact_from_json_args
 
 __all__ = ["EngineLike", "EngineFactory", "BatchProcessor", "alert_config_for",
            "engine_factory", "ledger_json"]
@@ -383,11 +384,13 @@ class BatchProcessor:
             stale.difference_update(gone)
         chosen = sorted(stale)[:max(0, limit)]
         prog = delta.prog  # type: ignore[attr-defined]
-        rows: dict[str, list[np.ndarray]] = {}
+        stale_args: dict[str, list[tuple]] = {}
         for rel, text in chosen:  # (a few: witnesses are seldom stale)
-            args = [tuple(value_from_json(v) for v in json.loads(text))]
+            stale_args.setdefault(rel, []).append(fact_from_json_args(rel, text, None).args)
+        rows: dict[str, list[np.ndarray]] = {}
+        for rel, args in stale_args.items():
             found = prog.rels[rel].find(prog.values.encode_rows(args, len(args[0])))
-            rows.setdefault(rel, []).append(found[found >= 0])
+            rows[rel] = [found[found >= 0]]
         left = limit - len(chosen)
         for rel in sorted(witnessed):
             if rel in self.plan.visible and left > 0:

@@ -140,8 +140,8 @@ def active_alert_keys(alerts: Iterable[object], keyed: Mapping[str, tuple[int, .
 
 def removed_texts(delta: ColumnDelta, rels: Iterable[str]) -> list[tuple[str, str]]:
     """(relation, args text) of every fact of ``rels`` the batch removed, rendered from its
-    id row: the store's identity of a fact, by which its derivations go and the pipeline's
-    witnesses find the ones a removal made stale."""
+    id row: the store's identity of a fact, by which the pipeline's mirror of the witnesses
+    it wrote finds the ones a removal made stale."""
     prog = delta.prog
     out: list[tuple[str, str]] = []
     for rel in sorted(set(rels) & delta.columns.keys()):
